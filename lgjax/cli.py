@@ -1,0 +1,88 @@
+"""`lgjax <command>`: parse arguments, build the experiment's config, dispatch. Nothing else."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from lgjax.config import ConfigError
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(",") if x)
+
+
+def _strs(text: str) -> tuple[str, ...]:
+    return tuple(x for x in text.split(",") if x)
+
+
+def _multiseed_parser(sub) -> None:
+    p = sub.add_parser("multiseed", help="RoPE vs APE accuracy/peak/offset vs length (Table 1)")
+    p.add_argument("--encodings", type=_strs, default=("rope", "ape"))
+    p.add_argument("--K", type=int, default=1)
+    p.add_argument("--seeds", type=int, default=8)
+    p.add_argument("--steps", type=int, default=4000)
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--train-lengths", type=_ints, default=(8, 16))
+    p.add_argument("--eval-lengths", type=_ints, default=(12, 16, 20, 24, 32, 40, 48))
+    p.add_argument("--eval-sequences", type=int, default=4096)
+    p.add_argument("--d", type=int, default=64)
+    p.add_argument("--heads", type=int, default=1)
+    p.add_argument("--vocab", type=int, default=20)
+    p.add_argument("--out", default="results/multiseed")
+    p.add_argument("--ckpt-root", default="checkpoints")
+    p.add_argument("--run-name", default="")
+    p.add_argument("--resume", action="store_true")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def _multiseed(args) -> None:
+    from lgjax.experiments import multiseed
+
+    if len(args.train_lengths) != 2:
+        raise ConfigError("--train-lengths: give two numbers LMIN,LMAX, e.g. 8,16")
+    multiseed.run(multiseed.MultiseedConfig(
+        encodings=args.encodings, K=args.K, seeds=args.seeds, steps=args.steps,
+        batch=args.batch, train_lengths=args.train_lengths, eval_lengths=args.eval_lengths,
+        n_eval=args.eval_sequences, d=args.d, heads=args.heads, vocab=args.vocab, out=args.out,
+        ckpt_root=args.ckpt_root, run_name=args.run_name, resume=args.resume,
+        progress=not args.no_progress))
+
+
+def _bench_parser(sub) -> None:
+    p = sub.add_parser("bench", help="speed of the multi-seed step vs the alternatives")
+    p.add_argument("--steps", type=int, default=200, help="timed steps per measurement")
+    p.add_argument("--no-torch", action="store_true", help="skip the PyTorch reference")
+    p.add_argument("--no-table1", action="store_true", help="skip the end-to-end Table-1 run")
+    p.add_argument("--out", default="results/bench")
+
+
+def _bench(args) -> None:
+    from lgjax import bench
+
+    bench.main(steps=args.steps, torch=not args.no_torch, table1=not args.no_table1,
+               out=args.out)
+
+
+COMMANDS = {"multiseed": (_multiseed_parser, _multiseed), "bench": (_bench_parser, _bench)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lgjax", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for make_parser, _ in COMMANDS.values():
+        make_parser(sub)
+    args = parser.parse_args(argv)
+    from lgjax.runtime import enable_compile_cache
+
+    enable_compile_cache()
+    try:
+        COMMANDS[args.command][1](args)
+    except ConfigError as err:
+        print(f"lgjax {args.command}: configuration error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,216 @@
+"""Positional-encoding registry: each encoding is a few pure functions.
+
+An encoding enters a head in exactly one way (its `kind`):
+  additive  `table(params, pos, length, cfg) -> [L, d]` added to the token embedding;
+  rotary    `freqs(cfg) -> [d_head/2]`: q and k at position t are rotated by t * freqs;
+  bias      `bias(params, dist, cfg) -> [..., H]` added to the logits, dist = n - t >= 0;
+  none      nothing.
+Plus `kernel(params, q_pos, k_pos, cfg) -> [..., H]`, the positional-only score (content left
+out), and `validate(model_cfg, train_cfg, max_len)`, raising ConfigError before any compile.
+Adding an encoding is one entry in ENCODINGS; the heads and the trainer never read its name.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lgjax.config import ModelConfig, TrainConfig, require
+
+Params = dict
+
+
+@dataclass(frozen=True)
+class Encoding:
+    kind: str  # "additive" | "rotary" | "bias" | "none"
+    init: Callable[[jax.Array, ModelConfig], Params] = lambda key, cfg: {}
+    table: Callable | None = None  # additive: (params, pos [L], length, cfg) -> [L, d]
+    freqs: Callable | None = None  # rotary: cfg -> [d_head/2]
+    bias: Callable | None = None  # bias: (params, dist int [...], cfg) -> [..., H]
+    kernel: Callable | None = None  # (params, q_pos, k_pos, cfg) -> [..., H]
+    validate: Callable[[ModelConfig, TrainConfig, int], None] = lambda m, t, n: None
+    # True when the table does not depend on the sequence length (the fast head needs it)
+    length_free: Callable[[ModelConfig], bool] = lambda cfg: True
+
+
+def d_head(cfg: ModelConfig) -> int:
+    return cfg.d // cfg.heads
+
+
+def logit_scale(cfg: ModelConfig) -> float:
+    return 1.0 / (math.sqrt(d_head(cfg)) * cfg.temperature)
+
+
+# ---- rotary -------------------------------------------------------------------------------
+
+def rope_freqs(cfg: ModelConfig) -> np.ndarray:
+    """theta_i * scale, a constant of the config (numpy, so it folds into the program)."""
+    i = np.arange(d_head(cfg) // 2)
+    return (cfg.rope_scale * cfg.rope_base ** (-2.0 * i / d_head(cfg))).astype(np.float32)
+
+
+def rotate(x_LxHxD, pos_L, freqs_F):
+    """Rotate consecutive pairs (x[2i], x[2i+1]) by pos * freqs[i]."""
+    ang_LxF = pos_L[:, None].astype(jnp.float32) * freqs_F[None, :]
+    cos, sin = jnp.cos(ang_LxF)[:, None, :], jnp.sin(ang_LxF)[:, None, :]
+    x1, x2 = x_LxHxD[..., 0::2], x_LxHxD[..., 1::2]
+    out = jnp.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
+    return out.reshape(x_LxHxD.shape)
+
+
+def rope_kernel(params, q_pos, k_pos, cfg):
+    """g(delta) = sum_i cos(delta theta_i), the content-free rotary kernel, per head."""
+    delta = (jnp.asarray(k_pos) - jnp.asarray(q_pos)).astype(jnp.float32)
+    g = jnp.cos(delta[..., None] * rope_freqs(cfg)).sum(-1)
+    return jnp.repeat(g[..., None], cfg.heads, axis=-1)
+
+
+def _validate_rope(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
+    require(d_head(m) % 2 == 0, "model.d", f"RoPE rotates pairs of dimensions but d_head = "
+            f"d/heads = {d_head(m)} is odd; use an even width per head")
+    require(m.rope_base > 1.0, "model.rope_base", "must be > 1")
+
+
+# ---- additive -----------------------------------------------------------------------------
+
+def ape_init(key, cfg: ModelConfig) -> Params:
+    return {"ape": jax.random.normal(key, (cfg.ape_size, cfg.d), jnp.float32)}
+
+
+def ape_positions(pos, length, cfg: ModelConfig):
+    """Effective (possibly fractional) table index of each position under cfg.ape_oob."""
+    last = cfg.ape_train_max - 1
+    stretch = jnp.maximum(length - 1, 1).astype(jnp.float32)
+    fractional = pos.astype(jnp.float32) * jnp.minimum(1.0, last / stretch)
+    return {
+        "error": pos,
+        "clamp": jnp.minimum(pos, last),
+        "rescale": jnp.round(fractional).astype(jnp.int32),
+        "interp": fractional,
+    }[cfg.ape_oob]
+
+
+def ape_table(params, pos, length, cfg: ModelConfig):
+    idx = ape_positions(pos, length, cfg)
+    table = params["ape"]
+    lo = jnp.floor(idx).astype(jnp.int32)
+    frac = (idx - lo)[:, None]
+    hi = jnp.minimum(lo + 1, table.shape[0] - 1)
+    return table[lo] * (1 - frac) + table[hi] * frac
+
+
+def _validate_ape(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
+    require(m.ape_oob in ("error", "clamp", "interp", "rescale"), "model.ape_oob",
+            "use error, clamp, interp or rescale")
+    require(t.lmax <= m.ape_size, "model.ape_size", f"the table has {m.ape_size} rows but "
+            f"training uses length {t.lmax}; raise ape_size")
+    if m.ape_oob == "error":
+        require(max_len <= m.ape_size, "model.ape_size/eval lengths", f"evaluation length "
+                f"{max_len} is beyond the APE table ({m.ape_size} rows); raise ape_size or pick "
+                "an inference-time fix with --ape-oob clamp|interp|rescale")
+    else:
+        require(1 <= m.ape_train_max <= m.ape_size, "model.ape_train_max", "set it to the "
+                "trained lmax (1..ape_size) for clamp/interp/rescale")
+
+
+def sinusoidal_table(params, pos, length, cfg: ModelConfig):
+    i = jnp.arange(cfg.d // 2, dtype=jnp.float32)
+    ang = pos[:, None].astype(jnp.float32) * cfg.sin_base ** (-2.0 * i / cfg.d)
+    return jnp.stack([jnp.sin(ang), jnp.cos(ang)], axis=-1).reshape(pos.shape[0], -1)
+
+
+def _validate_even_d(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
+    require(m.d % 2 == 0, "model.d", f"sinusoidal pairs sin/cos but d={m.d} is odd; use even d")
+
+
+def additive_kernel(table_fn):
+    """Positional-only score (W_Q p_n) . (W_K p_t) per head, in the logit scaling."""
+
+    def kernel(params, q_pos, k_pos, cfg):
+        q_pos, k_pos = jnp.broadcast_arrays(jnp.asarray(q_pos), jnp.asarray(k_pos))
+        flat_q, flat_k = q_pos.reshape(-1), k_pos.reshape(-1)
+        big = jnp.asarray(cfg.ape_size)
+        pq = table_fn(params, flat_q, big, cfg) @ params["wq"]
+        pk = table_fn(params, flat_k, big, cfg) @ params["wk"]
+        H = cfg.heads
+        s = (pq.reshape(-1, H, d_head(cfg)) * pk.reshape(-1, H, d_head(cfg))).sum(-1)
+        return (s * logit_scale(cfg)).reshape(*q_pos.shape, H)
+
+    return kernel
+
+
+# ---- logit biases -------------------------------------------------------------------------
+
+def alibi_bias(params, dist, cfg):
+    return jnp.repeat((-cfg.alibi_slope * dist.astype(jnp.float32))[..., None], cfg.heads, -1)
+
+
+def t5_bucket(dist, cfg: ModelConfig):
+    """Causal T5 bucketing of a non-negative distance (numpy or jax int arrays)."""
+    exact = cfg.t5_buckets // 2
+    d = jnp.maximum(dist, 1).astype(jnp.float32)
+    log_b = exact + jnp.log(d / exact) / math.log(cfg.t5_max_distance / exact) * (
+        cfg.t5_buckets - exact)
+    log_b = jnp.minimum(log_b.astype(jnp.int32), cfg.t5_buckets - 1)
+    return jnp.where(dist < exact, dist, log_b)
+
+
+def table_bias(n_rows, bucket_fn):
+    """A learned scalar per (bucket, head), read through a one-hot (no scatter in backward)."""
+
+    def init(key, cfg):
+        return {"relbias": jnp.zeros((n_rows(cfg), cfg.heads), jnp.float32)}
+
+    def bias(params, dist, cfg):
+        onehot = jax.nn.one_hot(bucket_fn(dist, cfg), n_rows(cfg), dtype=jnp.float32)
+        return onehot @ params["relbias"]
+
+    return init, bias
+
+
+t5_init, t5_bias = table_bias(lambda c: c.t5_buckets, t5_bucket)
+clip_init, clip_bias = table_bias(lambda c: c.rel_clip + 1, lambda d, c: jnp.minimum(d, c.rel_clip))
+
+
+def bias_kernel(bias_fn):
+    def kernel(params, q_pos, k_pos, cfg):
+        return bias_fn(params, jnp.asarray(q_pos) - jnp.asarray(k_pos), cfg)
+
+    return kernel
+
+
+def zero_kernel(params, q_pos, k_pos, cfg):
+    shape = jnp.broadcast_shapes(jnp.shape(q_pos), jnp.shape(k_pos))
+    return jnp.zeros((*shape, cfg.heads), jnp.float32)
+
+
+def _validate_positive(field_name, get):
+    def check(m, t, n):
+        require(get(m) > 0, field_name, "must be > 0")
+    return check
+
+
+ENCODINGS: dict[str, Encoding] = {
+    "ape": Encoding("additive", init=ape_init, table=ape_table,
+                    kernel=additive_kernel(ape_table), validate=_validate_ape,
+                    length_free=lambda c: c.ape_oob in ("error", "clamp")),
+    "sinusoidal": Encoding("additive", table=sinusoidal_table,
+                           kernel=additive_kernel(sinusoidal_table), validate=_validate_even_d),
+    "rope": Encoding("rotary", freqs=rope_freqs, kernel=rope_kernel, validate=_validate_rope),
+    "alibi": Encoding("bias", bias=alibi_bias, kernel=bias_kernel(alibi_bias)),
+    "t5": Encoding("bias", init=t5_init, bias=t5_bias, kernel=bias_kernel(t5_bias),
+                   validate=_validate_positive("model.t5_buckets", lambda m: m.t5_buckets)),
+    "relclip": Encoding("bias", init=clip_init, bias=clip_bias, kernel=bias_kernel(clip_bias),
+                        validate=_validate_positive("model.rel_clip", lambda m: m.rel_clip)),
+    "nope": Encoding("none", kernel=zero_kernel),
+}
+
+
+def np_offsets(L: int) -> np.ndarray:
+    """Offsets delta = t - n for a query at the last of L positions: -(L-1) .. 0."""
+    return np.arange(L) - (L - 1)

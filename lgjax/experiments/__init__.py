@@ -1,0 +1,1 @@
+"""One module per figure or table; each exposes a frozen config and `run(cfg) -> results`."""

@@ -1,0 +1,134 @@
+"""Exact fast forms of the last-query head, by how the encoding enters it.
+
+The input vocabulary is tiny (m ~ 20) and the query sits at the last position, so every logit
+is an entry of a small table built once per step from the parameters:
+
+  relative kinds (rotary, bias, none), in offset coordinates delta = t - n:
+      logit(u, v, delta) = (W_Q E_u)^T R_delta (W_K E_v) * scale + bias(-delta)
+    a [m_q, m_k, H, L] table; a sequence reads entry (query token, key token, offset).
+  additive kind (absolute positions), with z = E_v + p_t split into a token part and a position
+  part, logit = [E_u; p_n]-side row  x  [E_v; p_t]-side column of one [(m+L), (m+L), H] table.
+
+The value path is a [m or m+L, m_out] table per head (U_h W_V,h z). Every entry is read through
+a one-hot contraction (matmuls, no scatter in the backward pass). Nothing is approximated:
+`tests/test_fast.py` checks these against `models.general_apply`.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lgjax.config import ModelConfig
+from lgjax.encodings import ENCODINGS, d_head, logit_scale, np_offsets
+
+
+def _split(x, cfg: ModelConfig):
+    return x.reshape(*x.shape[:-1], cfg.heads, d_head(cfg))
+
+
+def _value_table(params, z_ZxD, cfg):
+    """U_h W_V,h z for every row z: [H, Z, m_out]."""
+    v_ZxHxD = _split(z_ZxD @ params["wv"], cfg)
+    u_OxHxD = _split(params["readout"], cfg)
+    return jnp.einsum("zhd,ohd->hzo", v_ZxHxD, u_OxHxD)
+
+
+def _attend(logits_HxL, valid_L, cfg):
+    from lgjax.models import attend
+
+    return attend(logits_HxL, valid_L[None, :], cfg)
+
+
+def rotation_tensor(L: int, freqs_F: np.ndarray) -> np.ndarray:
+    """R[l, f, a, b]: the 2x2 rotation by delta_l * theta_f, delta_l = l - (L-1) (a constant)."""
+    ang_LxF = np_offsets(L)[:, None] * freqs_F.astype(np.float64)[None, :]
+    c, s = np.cos(ang_LxF), np.sin(ang_LxF)
+    return np.stack([np.stack([c, -s], -1), np.stack([s, c], -1)], -2).astype(np.float32)
+
+
+def relative_tables(params, L: int, cfg: ModelConfig):
+    """logit(u, v, delta) as a flat [(u, v, delta), H] table, and the value table."""
+    enc = ENCODINGS[cfg.encoding]
+    E = params["embed"]
+    H, F = cfg.heads, d_head(cfg) // 2
+    q_UxHxFx2 = (E @ params["wq"]).reshape(-1, H, F, 2)
+    k_VxHxFx2 = (E @ params["wk"]).reshape(-1, H, F, 2)
+    if enc.freqs is not None:
+        rot = rotation_tensor(L, enc.freqs(cfg))
+        k_VxHxLxFx2 = jnp.einsum("lfab,vhfb->vhlfa", rot, k_VxHxFx2)
+        tab_UxVxHxL = jnp.einsum("uhfa,vhlfa->uvhl", q_UxHxFx2, k_VxHxLxFx2)
+    else:
+        tab_UxVxHxL = jnp.einsum("uhfa,vhfa->uvh", q_UxHxFx2, k_VxHxFx2)[..., None]
+    tab_UxVxHxL = tab_UxVxHxL * logit_scale(cfg)
+    if enc.bias is not None:
+        tab_UxVxHxL = tab_UxVxHxL + enc.bias(params, jnp.asarray(-np_offsets(L)), cfg).T
+    U, V = E.shape[0], E.shape[0]
+    tab_UxVxHxL = jnp.broadcast_to(tab_UxVxHxL, (U, V, H, L))
+    flat_NxH = tab_UxVxHxL.transpose(0, 1, 3, 2).reshape(U * V * L, H)
+    return flat_NxH, _value_table(params, E, cfg)
+
+
+def relative_seq(tables, tokens_L, length, cfg: ModelConfig):
+    """Work in offset coordinates: column j holds the key at delta = j - (L-1)."""
+    flat_NxH, val_HxVxO = tables
+    L, V = tokens_L.shape[0], val_HxVxO.shape[1]
+    pos = jnp.arange(L)
+    n = length - 1
+    src = n - (L - 1) + pos  # absolute position of the key in offset column j
+    valid = src >= 0
+    rel_tok = jnp.take(tokens_L, jnp.maximum(src, 0))
+    # data-indexed read of the parameter table (its backward is a 4k-entry scatter-add,
+    # measured cheaper on XLA CPU than the equivalent one-hot contraction)
+    logits_HxL = jnp.take(flat_NxH, (tokens_L[n] * V + rel_tok) * L + pos, axis=0).T
+    att_HxL = _attend(logits_HxL, valid, cfg)
+    onehot_LxV = jax.nn.one_hot(rel_tok, V) * valid[:, None]
+    out_O = jnp.einsum("hv,hvo->o", att_HxL @ onehot_LxV, val_HxVxO)
+    # back to absolute key positions for the caller: t <-> column t - n + L - 1
+    col = pos - n + (L - 1)
+    att_abs_HxL = jnp.where(col <= L - 1, jnp.take(att_HxL, jnp.minimum(col, L - 1), axis=1), 0.0)
+    return out_O, att_abs_HxL
+
+
+def additive_tables(params, L: int, cfg: ModelConfig):
+    enc = ENCODINGS[cfg.encoding]
+    pos = jnp.arange(L)
+    z_ZxD = jnp.concatenate([params["embed"], enc.table(params, pos, jnp.asarray(L), cfg)])
+    q_ZxHxD, k_ZxHxD = _split(z_ZxD @ params["wq"], cfg), _split(z_ZxD @ params["wk"], cfg)
+    tab_ZxZxH = jnp.einsum("zhd,yhd->zyh", q_ZxHxD, k_ZxHxD) * logit_scale(cfg)
+    return tab_ZxZxH, _value_table(params, z_ZxD, cfg)
+
+
+def additive_seq(tables, tokens_L, length, cfg: ModelConfig):
+    tab_ZxZxH, val_HxZxO = tables
+    L = tokens_L.shape[0]
+    m_in = tab_ZxZxH.shape[0] - L
+    pos = jnp.arange(L)
+    # one-hot over [tokens | positions]: z_t = E[s_t] + p_t is the sum of two table rows
+    keyhot_LxZ = jnp.concatenate([jax.nn.one_hot(tokens_L, m_in), jnp.eye(L)], axis=1)
+    queryhot_Z = keyhot_LxZ[length - 1]
+    row_ZxH = jnp.einsum("z,zyh->yh", queryhot_Z, tab_ZxZxH)
+    logits_HxL = (keyhot_LxZ @ row_ZxH).T
+    att_HxL = _attend(logits_HxL, pos < length, cfg)
+    out_O = jnp.einsum("hl,lz,hzo->o", att_HxL, keyhot_LxZ, val_HxZxO)
+    return out_O, att_HxL
+
+
+def _batched(make_tables, seq_fn):
+    def factory(cfg: ModelConfig):
+        def apply(params, tokens_BxL, lengths_B):
+            tables = make_tables(params, tokens_BxL.shape[1], cfg)
+            return jax.vmap(lambda t, n: seq_fn(tables, t, n, cfg))(tokens_BxL, lengths_B)
+
+        return apply
+
+    return factory
+
+
+FAST_HEADS = {
+    "rotary": _batched(relative_tables, relative_seq),
+    "bias": _batched(relative_tables, relative_seq),
+    "none": _batched(relative_tables, relative_seq),
+    "additive": _batched(additive_tables, additive_seq),
+}

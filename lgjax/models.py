@@ -1,0 +1,106 @@
+"""The one-layer attention head (H heads, no MLP, no LayerNorm), written for one sequence.
+
+Params are a plain dict pytree (so a seed axis stacks on every leaf):
+  embed [m_in, d], wq/wk/wv [d, d] (x @ w, so the spec's W_Q is wq.T), readout [m_out, d],
+  plus the encoding's own leaves.
+`apply(params, tokens, length, cfg) -> (logits, attention)`:
+  query="last": logits [m_out], attention [H, L] (over key positions of the query n = L-1);
+  query="all":  logits [L, m_out], attention [H, L, L] (causal).
+`apply` uses the exact fast form of `lgjax.fast` when one exists (query "last" and a length-free
+encoding), otherwise the general form below; `head_path(cfg)` says which.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+from lgjax import fast
+from lgjax.config import ModelConfig, RunConfig
+from lgjax.encodings import ENCODINGS, d_head, logit_scale, rotate
+from lgjax.tasks import TASKS
+
+NEG = -1e30
+
+
+def init_params(key, cfg: RunConfig) -> dict:
+    """PyTorch-default initialisation: N(0,1) tables, U(+-1/sqrt(fan_in)) projections."""
+    m, task = cfg.model, TASKS[cfg.task.name]
+    m_in, m_out = task.input_vocab(cfg.task), task.num_classes(cfg.task)
+    k_emb, k_q, k_k, k_v, k_out, k_enc = jax.random.split(key, 6)
+    bound = 1.0 / math.sqrt(m.d)
+    uni = lambda k, shape: jax.random.uniform(k, shape, jnp.float32, -bound, bound)
+    return {
+        "embed": jax.random.normal(k_emb, (m_in, m.d), jnp.float32),
+        "wq": uni(k_q, (m.d, m.d)),
+        "wk": uni(k_k, (m.d, m.d)),
+        "wv": uni(k_v, (m.d, m.d)),
+        "readout": uni(k_out, (m_out, m.d)),
+        **ENCODINGS[m.encoding].init(k_enc, m),
+    }
+
+
+def heads_split(x, cfg: ModelConfig):
+    return x.reshape(*x.shape[:-1], cfg.heads, d_head(cfg))
+
+
+def project(params, tokens_L, length, cfg: ModelConfig):
+    """q, k, v per position [L, H, dh] with the encoding applied (rotation or addition)."""
+    enc = ENCODINGS[cfg.encoding]
+    pos = jnp.arange(tokens_L.shape[0])
+    x_LxD = jax.nn.one_hot(tokens_L, params["embed"].shape[0]) @ params["embed"]
+    if enc.table is not None:
+        x_LxD = x_LxD + enc.table(params, pos, length, cfg)
+    q, k, v = (heads_split(x_LxD @ params[w], cfg) for w in ("wq", "wk", "wv"))
+    if enc.freqs is not None:
+        q, k = rotate(q, pos, enc.freqs(cfg)), rotate(k, pos, enc.freqs(cfg))
+    return q, k, v
+
+
+def attend(logits_HxQxK, valid_QxK, cfg: ModelConfig):
+    """Softmax over valid keys, or the raw (masked) logits for the linear control."""
+    if cfg.attention == "linear":
+        return jnp.where(valid_QxK, logits_HxQxK, 0.0)
+    return jax.nn.softmax(jnp.where(valid_QxK, logits_HxQxK, NEG), axis=-1)
+
+
+def general_apply(params, tokens_L, length, cfg: ModelConfig):
+    """Reference formulation: project every position, then attend (any query rows)."""
+    enc = ENCODINGS[cfg.encoding]
+    L = tokens_L.shape[0]
+    pos = jnp.arange(L)
+    q, k, v = project(params, tokens_L, length, cfg)
+    logits_HxLxL = jnp.einsum("qhd,khd->hqk", q, k) * logit_scale(cfg)
+    if enc.bias is not None:
+        dist_LxL = pos[:, None] - pos[None, :]
+        logits_HxLxL = logits_HxLxL + jnp.moveaxis(enc.bias(params, dist_LxL, cfg), -1, 0)
+    valid_LxL = (pos[None, :] <= pos[:, None]) & (pos[None, :] < length)
+    att_HxLxL = attend(logits_HxLxL, valid_LxL, cfg)
+    out_LxD = jnp.einsum("hqk,khd->qhd", att_HxLxL, v).reshape(L, cfg.d)
+    logits_LxM = out_LxD @ params["readout"].T
+    if cfg.query == "last":
+        return logits_LxM[length - 1], att_HxLxL[:, length - 1, :]
+    return logits_LxM, att_HxLxL
+
+
+def head_path(cfg: ModelConfig) -> str:
+    """'fast:<kind>' when an exact fast form applies, else 'general'."""
+    enc = ENCODINGS[cfg.encoding]
+    if cfg.query == "last" and enc.kind in fast.FAST_HEADS and enc.length_free(cfg):
+        return f"fast:{enc.kind}"
+    return "general"
+
+
+def make_apply(cfg: ModelConfig, path: str | None = None):
+    """A batched apply(params, tokens [B, L], lengths [B]) -> (logits, attention).
+
+    Per-step tables (projected vocabulary, offset tables) are built once per call and shared
+    by every sequence of the batch; the per-sequence part is vmapped.
+    """
+    path = path or head_path(cfg)
+    if path == "general":
+        return jax.vmap(lambda p, t, n: general_apply(p, t, n, cfg), in_axes=(None, 0, 0))
+    kind = path.split(":", 1)[1]
+    return fast.FAST_HEADS[kind](cfg)

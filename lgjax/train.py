@@ -1,0 +1,183 @@
+"""The multi-seed trainer: every seed in one compiled program, seeds as the leading axis.
+
+A seed's keys depend only on its id: init from fold_in(key(seed), INIT), the batch of step s
+from fold_in(fold_in(key(seed), DATA), s). So seed i trains the same alone or among others.
+Steps run inside one jitted loop per chunk (a fori_loop whose trip count is an argument, so the
+program compiles once for every chunk length); checkpoints fall on chunk boundaries.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from lgjax import models, tasks
+from lgjax.config import RunConfig, TrainConfig
+
+INIT, DATA, EVAL = 0, 1, 2  # fold_in tags: one stream per consumer
+EXIT_ENV = "LGJAX_EXIT_AFTER_STEP"  # test hook: exit hard (no cleanup) once this step is done
+
+
+class TrainState(NamedTuple):
+    params: dict
+    opt_state: optax.OptState
+    step: jax.Array  # int32 []: optimizer steps taken
+    key: jax.Array  # uint32 key data of key(seed)
+    bad_step: jax.Array  # int32 []: first step whose loss or params were not finite, else -1
+
+
+class TrainingDiverged(RuntimeError):
+    pass
+
+
+def seed_key(seed: int) -> jax.Array:
+    return jax.random.key_data(jax.random.key(seed))
+
+
+def stream(state_key, tag: int, index=None):
+    key = jax.random.fold_in(jax.random.wrap_key_data(state_key), tag)
+    return key if index is None else jax.random.fold_in(key, index)
+
+
+def make_optimizer(t: TrainConfig) -> optax.GradientTransformation:
+    """Adam; weight decay coupled as L2 on the named top-level params (torch Adam style)."""
+    parts = []
+    if t.weight_decay > 0:
+        mask = lambda params: {k: jax.tree.map(lambda _: k in t.decay_params, v)
+                               for k, v in params.items()}
+        parts.append(optax.add_decayed_weights(t.weight_decay, mask=mask))
+    return optax.chain(*parts, optax.scale_by_adam(), optax.scale(-t.lr))
+
+
+def loss_fn(params, batch: tasks.Batch, apply) -> jax.Array:
+    logits, _ = apply(params, batch.tokens, batch.length)
+    ce = optax.softmax_cross_entropy_with_integer_labels(logits, batch.targets)
+    w = batch.mask.astype(jnp.float32)
+    return (ce * w).sum() / jnp.maximum(w.sum(), 1.0)
+
+
+def init_state(key_data, cfg: RunConfig) -> TrainState:
+    params = models.init_params(stream(key_data, INIT), cfg)
+    opt_state = make_optimizer(cfg.train).init(params)
+    return TrainState(params, opt_state, jnp.int32(0), key_data, jnp.int32(-1))
+
+
+def make_seed_step(cfg: RunConfig, path: str | None = None) -> Callable:
+    """One optimizer step for one seed: state -> (state, loss)."""
+    t = cfg.train
+    apply = models.make_apply(cfg.model, path)
+    opt = make_optimizer(t)
+
+    def step(state: TrainState):
+        batch = tasks.sample_batch(cfg.task, stream(state.key, DATA, state.step), t.batch,
+                                   t.lmin, t.lmax, t.lmax)
+        loss, grads = jax.value_and_grad(loss_fn)(state.params, batch, apply)
+        updates, opt_state = opt.update(grads, state.opt_state, state.params)
+        params = optax.apply_updates(state.params, updates)
+        finite = jnp.isfinite(loss) & jnp.all(jnp.array(
+            [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(params)]))
+        bad = jnp.where((state.bad_step < 0) & ~finite, state.step + 1, state.bad_step)
+        return TrainState(params, opt_state, state.step + 1, state.key, bad), loss
+
+    return step
+
+
+def over_seeds(fn: Callable, strategy: str) -> Callable:
+    """Lift a one-seed function to the leading seed axis, inside one program."""
+    if strategy == "vmap":
+        return jax.vmap(fn)
+    return lambda *args: jax.lax.map(lambda a: fn(*a), args)
+
+
+def resolve_strategy(cfg: RunConfig) -> str:
+    # measured (benchmarks/bench_step.py): lax.map over seeds beats vmap on XLA CPU for this
+    # head; on accelerators vmap fills the device better.
+    if cfg.train.seed_axis != "auto":
+        return cfg.train.seed_axis
+    return "map" if jax.default_backend() == "cpu" else "vmap"
+
+
+def make_chunk_runner(cfg: RunConfig, path: str | None = None, strategy: str | None = None,
+                      wrap: Callable = lambda f: f):
+    """jit(states_S, n_steps) -> (states_S, mean loss per seed over the chunk).
+
+    `wrap` decorates the traced function (tests pass chex.assert_max_traces(n=1)).
+    """
+    step = make_seed_step(cfg, path)
+
+    def run_one(state, n_steps):
+        def body(_, carry):
+            state, total = carry
+            state, loss = step(state)
+            return state, total + loss
+
+        state, total = jax.lax.fori_loop(0, n_steps, body, (state, jnp.float32(0.0)))
+        return state, total / jnp.maximum(n_steps, 1)
+
+    strategy = strategy or resolve_strategy(cfg)
+
+    @jax.jit
+    @wrap
+    def run(states_S, n_steps):
+        if strategy == "vmap":
+            return jax.vmap(run_one, in_axes=(0, None))(states_S, n_steps)
+        return jax.lax.map(lambda s: run_one(s, n_steps), states_S)
+
+    return run
+
+
+def init_states(cfg: RunConfig) -> TrainState:
+    keys_S = jnp.stack([seed_key(s) for s in cfg.train.seeds])
+    return jax.jit(jax.vmap(lambda k: init_state(k, cfg)))(keys_S)
+
+
+def abstract_states(cfg: RunConfig):
+    keys_S = jax.ShapeDtypeStruct((len(cfg.train.seeds), 2), jnp.uint32)
+    return jax.eval_shape(jax.vmap(lambda k: init_state(k, cfg)), keys_S)
+
+
+def checkpoint_steps(t: TrainConfig) -> list[int]:
+    """Step 0, log-spaced 1, 2, 4, ... up to ckpt_early, then every ckpt_every, and the last."""
+    early = [2**i for i in range(64) if 2**i <= min(t.ckpt_early, t.steps)]
+    regular = list(range(t.ckpt_every, t.steps + 1, t.ckpt_every))
+    return sorted({0, *early, *regular, t.steps})
+
+
+def chunk_boundaries(t: TrainConfig, start: int, extra: tuple[int, ...] = ()) -> list[int]:
+    marks = set(checkpoint_steps(t)) | set(range(0, t.steps + 1, t.chunk)) | set(extra)
+    return sorted(s for s in marks if start < s <= t.steps)
+
+
+def check_finite(states: TrainState, seeds: tuple[int, ...]) -> None:
+    bad = np.asarray(states.bad_step)
+    if (bad >= 0).any():
+        i = int(np.argmax(bad >= 0))
+        raise TrainingDiverged(f"seed {seeds[i]} produced a non-finite loss or parameter at step "
+                               f"{int(bad[i])}; lower train.lr or check the config")
+
+
+def train(cfg: RunConfig, states: TrainState | None = None, on_chunk: Callable | None = None,
+          runner: Callable | None = None) -> TrainState:
+    """Run to cfg.train.steps; on_chunk(step, states, loss_S) is called at every boundary."""
+    states = init_states(cfg) if states is None else states
+    runner = runner or make_chunk_runner(cfg)
+    exit_after = int(os.environ.get(EXIT_ENV, "-1"))
+    start = int(np.asarray(states.step)[0])
+    if on_chunk is not None and start == 0:
+        on_chunk(0, states, None)
+    for end in chunk_boundaries(cfg.train, start, (exit_after,) if exit_after > 0 else ()):
+        states, loss_S = runner(states, jnp.int32(end - start))
+        check_finite(states, cfg.train.seeds)
+        if end == exit_after:
+            jax.block_until_ready(states)
+            os._exit(17)  # simulate a killed process: no save of this step, no cleanup
+        if on_chunk is not None:
+            on_chunk(end, states, loss_S)
+        start = end
+    return states
