@@ -37,8 +37,8 @@ class ModelConfig:
     t5_max_distance: int = 128  # T5 bias: distance where the log buckets end
     rel_clip: int = 16  # clipped relative bias: offsets beyond this share the last scalar
     ape_size: int = 64  # rows in the learned absolute table (>= max eval length)
-    ape_oob: str = "error"  # APE position beyond the trained/table range: error|clamp|interp|rescale
-    ape_train_max: int = 0  # last trained length for clamp/interp/rescale (0: use train lmax)
+    ape_oob: str = "error"  # positions past the trained range: error|clamp|interp|rescale
+    ape_train_max: int = 0  # trained lmax, required by clamp/interp/rescale
     sin_base: float = 1e4  # sinusoidal encoding base
 
 

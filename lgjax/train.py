@@ -49,8 +49,10 @@ def make_optimizer(t: TrainConfig) -> optax.GradientTransformation:
     """Adam; weight decay coupled as L2 on the named top-level params (torch Adam style)."""
     parts = []
     if t.weight_decay > 0:
-        mask = lambda params: {k: jax.tree.map(lambda _: k in t.decay_params, v)
-                               for k, v in params.items()}
+        def mask(params):
+            return {name: jax.tree.map(lambda _, on=name in t.decay_params: on, leaf)
+                    for name, leaf in params.items()}
+
         parts.append(optax.add_decayed_weights(t.weight_decay, mask=mask))
     return optax.chain(*parts, optax.scale_by_adam(), optax.scale(-t.lr))
 

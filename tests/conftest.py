@@ -1,0 +1,22 @@
+import chex
+import pytest
+
+from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
+
+
+@pytest.fixture(autouse=True)
+def _clear_traces():
+    chex.clear_trace_counter()
+    yield
+
+
+def tiny(encoding="rope", task="fixed_offset", seeds=(0, 1), steps=6, query=None, **model):
+    """A small run config every test can afford to compile."""
+    from lgjax.tasks import TASKS
+
+    q = query or TASKS[task].rows
+    model = {"d": 16, "heads": 1, **model}
+    return RunConfig(TaskConfig(task, vocab=8, K=1), ModelConfig(encoding=encoding, query=q,
+                                                                 **model),
+                     TrainConfig(steps=steps, batch=16, lmin=6, lmax=10, seeds=tuple(seeds),
+                                 ckpt_every=4, ckpt_early=2, chunk=3))

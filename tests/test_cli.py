@@ -1,0 +1,34 @@
+import json
+
+import numpy as np
+
+from lgjax.cli import main
+from tests.test_checkpoints import TINY
+
+
+def test_multiseed_end_to_end(tmp_path, capsys):
+    args = [a if a != "rope" else "rope,ape" for a in TINY]
+    rc = main([*args, "--ckpt-root", str(tmp_path / "ck"), "--out", str(tmp_path / "out")])
+    assert rc == 0
+    res = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert res["reduced"] is True and res["lengths"] == [8, 12] and res["steps"] == 12
+    for enc in ("rope", "ape"):
+        for metric in ("accuracy", "peak_height", "selected_offset"):
+            assert np.asarray(res[enc][metric]).shape == (2, 2)
+    assert all(0 <= a <= 1 for row in res["rope"]["accuracy"] for a in row)
+    for f in ("results.csv", "multiseed.png", "multiseed.pdf"):
+        assert (tmp_path / "out" / f).stat().st_size > 0
+    out = capsys.readouterr().out
+    assert "selected offset" in out and "rope accu" in out
+
+
+def test_config_errors_before_compile(tmp_path, capsys):
+    common = ["--ckpt-root", str(tmp_path / "ck"), "--out", str(tmp_path / "o")]
+    cases = [(["--K", "8", "--train-lengths", "8,16"], "task.K"),
+             (["--d", "15", "--encodings", "rope"], "model.d"),
+             (["--d", "30", "--heads", "4"], "model.d"),
+             (["--encodings", "ape", "--eval-lengths", "12,80"], "ape_size")]
+    for extra, field in cases:
+        assert main(["multiseed", "--steps", "1", *common, *extra]) == 2
+        assert field in capsys.readouterr().err
+    assert not (tmp_path / "ck").exists()  # nothing was created, nothing compiled

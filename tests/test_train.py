@@ -1,0 +1,83 @@
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lgjax import train
+from lgjax.encodings import ENCODINGS
+from lgjax.tasks import TASKS
+from tests.conftest import tiny
+
+
+def _run(cfg, strategy="vmap"):
+    return train.train(cfg, runner=train.make_chunk_runner(cfg, strategy=strategy))
+
+
+@pytest.mark.parametrize("strategy", ["vmap", "map"])
+def test_seed_alone_equals_seed_in_batch(strategy):
+    many = _run(tiny(seeds=(0, 1, 2, 3)), strategy)
+    alone = _run(tiny(seeds=(2,)), strategy)
+    # vmap reorders float sums (~1e-7 per step); map is bitwise identical here
+    chex.assert_trees_all_close(jax.tree.map(lambda x: x[2], many.params),
+                                jax.tree.map(lambda x: x[0], alone.params), atol=1e-5)
+
+
+def test_map_and_vmap_agree():
+    a, b = _run(tiny(), "vmap"), _run(tiny(), "map")
+    chex.assert_trees_all_close(a.params, b.params, atol=1e-5)
+
+
+def test_step_compiles_once_across_chunk_lengths():
+    cfg = tiny(steps=11)
+    runner = train.make_chunk_runner(cfg, wrap=chex.assert_max_traces(n=1))
+    states = train.train(cfg, runner=runner)  # chunks of 1, 1, 2, 1, 3, ... steps
+    assert int(states.step[0]) == 11
+    assert len(set(np.diff([0, *train.chunk_boundaries(cfg.train, 0)]))) > 1
+
+
+@pytest.mark.parametrize("encoding", sorted(ENCODINGS))
+def test_every_encoding_trains(encoding):
+    cfg = tiny(encoding, steps=30, seeds=(0,))
+    states = _run(cfg)
+    runner = train.make_chunk_runner(cfg)
+    _, loss0 = runner(train.init_states(cfg), jnp.int32(5))
+    _, loss1 = runner(states, jnp.int32(5))
+    assert np.isfinite(loss1).all() and float(loss1[0]) < float(loss0[0])
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_every_task_trains(task):
+    cfg = tiny("rope", task=task, steps=4, seeds=(0,))
+    states = _run(cfg)
+    assert int(states.step[0]) == 4 and int(states.bad_step[0]) == -1
+
+
+def test_nan_guard_names_seed_and_step():
+    cfg = tiny(seeds=(3, 5))
+    states = train.init_states(cfg)
+    params = dict(states.params)
+    params["wq"] = params["wq"].at[1].set(jnp.nan)
+    states = states._replace(params=params)
+    with pytest.raises(train.TrainingDiverged, match="seed 5 .* step 1"):
+        train.train(cfg, states)
+
+
+def test_weight_decay_only_on_named_params():
+    cfg = tiny("ape", seeds=(0,))
+    cfg = cfg.__class__(cfg.task, cfg.model, cfg.train.__class__(
+        **{**cfg.train.__dict__, "weight_decay": 0.5, "lr": 0.0}))
+    params = {"ape": jnp.ones(3), "wq": jnp.ones(3)}
+    opt = train.make_optimizer(cfg.train)
+    # lr 0: no update at all; check the decayed gradient instead through the first transform
+    grads = {"ape": jnp.zeros(3), "wq": jnp.zeros(3)}
+    decay = opt.update(grads, opt.init(params), params)[1][0]
+    assert decay is not None
+    chain = train.make_optimizer(cfg.train.__class__(**{**cfg.train.__dict__, "lr": 1.0}))
+    upd, _ = chain.update(grads, chain.init(params), params)
+    assert float(jnp.abs(upd["wq"]).max()) == 0.0 and float(upd["ape"][0]) < 0
+
+
+def test_checkpoint_schedule_dense_early():
+    steps = train.checkpoint_steps(tiny().train.__class__(steps=4000))
+    assert len(steps) >= 30 and steps[:8] == [0, 1, 2, 4, 8, 16, 32, 64] and steps[-1] == 4000
