@@ -1,0 +1,167 @@
+"""`lgjax bench`: seed-steps per second of the reference step, by seed strategy, and against
+training the seeds one after another and a PyTorch eager reference; the Table-1 workload end
+to end; the fp32 matmul rate of this machine. Prints one table and writes bench.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import jaxlib
+
+from lgjax import models, train
+from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
+
+
+REPEATS = 3
+
+
+def reference_config(encoding: str, seeds: int) -> RunConfig:
+    """One head, d = 64, m = 20, batch 256, lengths [8, 16], Adam (the spec's reference)."""
+    return RunConfig(TaskConfig(), ModelConfig(encoding=encoding),
+                     TrainConfig(batch=256, seeds=tuple(range(seeds))))
+
+
+def _timed(fn, *args) -> tuple[float, object]:
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(fn(*args))
+    return time.perf_counter() - t0, out
+
+
+def _best_of(runner, states, steps: int, repeats: int = REPEATS) -> float:
+    """Least wall time of `repeats` identical chunks (the machine's noise only adds time)."""
+    return min(_timed(runner, states, jnp.int32(steps))[0] for _ in range(repeats))
+
+
+def time_multiseed(encoding: str, seeds: int, steps: int, strategy: str) -> dict:
+    cfg = reference_config(encoding, seeds)
+    runner = train.make_chunk_runner(cfg, strategy=strategy)
+    states = train.init_states(cfg)
+    compile_s, (states, _) = _timed(runner, states, jnp.int32(1))
+    _timed(runner, states, jnp.int32(5))
+    run_s = _best_of(runner, states, steps)
+    return {"encoding": encoding, "seeds": seeds, "strategy": strategy,
+            "path": models.head_path(cfg.model), "compile_s": compile_s,
+            "ms_per_seed_step": 1e3 * run_s / (steps * seeds)}
+
+
+def time_sequential(encoding: str, seeds: int, steps: int) -> dict:
+    """The same seeds trained one after another with the one-seed program."""
+    total = 0.0
+    runner = None
+    for s in range(seeds):
+        cfg = reference_config(encoding, 1)
+        cfg = RunConfig(cfg.task, cfg.model, TrainConfig(batch=256, seeds=(s,)))
+        runner = runner or train.make_chunk_runner(cfg, strategy="map")
+        states = train.init_states(cfg)
+        _timed(runner, states, jnp.int32(5))
+        total += _best_of(runner, states, steps)
+    return {"encoding": encoding, "seeds": seeds, "strategy": "sequential",
+            "ms_per_seed_step": 1e3 * total / (steps * seeds)}
+
+
+def time_torch(encoding: str, steps: int) -> dict | None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    try:
+        import torch_reference
+    except ImportError:
+        return None
+    if not torch_reference.available():
+        return None
+    ms = torch_reference.time_steps(encoding, steps=max(20, steps // 4),
+                                    threads=os.cpu_count())
+    return {"encoding": encoding, "seeds": 1, "strategy": "torch-eager", "ms_per_seed_step": ms,
+            "torch": torch_reference.torch_version()}
+
+
+def matmul_peak() -> dict:
+    """Best fp32 matmul rate in GFLOP/s over n = 1024, 2048, 4096 (2 FLOP per multiply-add)."""
+    rates = {}
+    for n in (1024, 2048, 4096):
+        a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
+        f = jax.jit(lambda x: x @ x)
+        _timed(f, a)
+        reps = max(1, int(2e10 // (2 * n**3)))
+        t = min(_timed(f, a)[0] for _ in range(reps))
+        rates[n] = 2 * n**3 / t / 1e9
+    return rates
+
+
+def time_table1(out: Path) -> float:
+    from lgjax.experiments import multiseed
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = multiseed.MultiseedConfig(out=str(out / "table1"), ckpt_root=tmp, progress=False)
+        t0 = time.perf_counter()
+        multiseed.run(cfg)
+        return time.perf_counter() - t0
+
+
+def format_table(rows: list[dict]) -> str:
+    lines = [f"{'encoding':9s}{'S':>4s}  {'strategy':12s}{'path':15s}{'ms/seed-step':>13s}"
+             f"{'seed-steps/s':>14s}{'compile s':>11s}"]
+    for r in rows:
+        ms = r["ms_per_seed_step"]
+        lines.append(f"{r['encoding']:9s}{r['seeds']:>4d}  {r['strategy']:12s}"
+                     f"{r.get('path', ''):15s}{ms:>13.3f}{1e3 / ms:>14.0f}"
+                     f"{r.get('compile_s', float('nan')):>11.2f}")
+    return "\n".join(lines)
+
+
+def main(steps: int = 200, torch: bool = True, table1: bool = True,
+         out: str = "results/bench") -> dict:
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for enc in ("rope", "ape"):
+        for S in (1, 8, 32):
+            for strategy in (("vmap", "map") if S > 1 else ("map",)):
+                rows.append(time_multiseed(enc, S, steps, strategy))
+        for S in (8, 32):
+            rows.append(time_sequential(enc, S, steps))
+        if torch:
+            row = time_torch(enc, steps)
+            if row is None:
+                print("PyTorch reference skipped: torch is not installed "
+                      "(pip install '.[bench]')")
+            else:
+                rows.append(row)
+    print(format_table(rows))
+    summary = {"rows": rows, "jax": jax.__version__, "jaxlib": jaxlib.__version__,
+               "backend": jax.default_backend(), "cpu_count": os.cpu_count(),
+               "machine": platform.processor() or platform.machine()}
+    for enc in ("rope", "ape"):
+        def get(S, st, enc=enc):
+            return next((r["ms_per_seed_step"] for r in rows if r["encoding"] == enc
+                         and r["seeds"] == S and r["strategy"] == st), None)
+
+        best = {S: min(get(S, "vmap"), get(S, "map")) for S in (8, 32)}
+        ratios = {f"sequential/multiseed S={S}": get(S, "sequential") / best[S] for S in (8, 32)}
+        if get(1, "torch-eager"):
+            ratios["torch/multiseed S=8"] = get(1, "torch-eager") / best[8]
+        summary[f"{enc}_ratios"] = ratios
+        print(f"{enc}: " + ", ".join(f"{k} = {v:.2f}x" for k, v in ratios.items()))
+    summary["matmul_gflops"] = matmul_peak()
+    print("fp32 matmul GFLOP/s: " + ", ".join(f"n={n}: {g:.1f}"
+                                             for n, g in summary["matmul_gflops"].items()))
+    if table1:
+        summary["table1_seconds"] = time_table1(out_dir)
+        print(f"Table-1 workload end to end (rope+ape, 8 seeds, 4000 steps, 7 lengths x 4096, "
+              f"checkpoints, compile included): {summary['table1_seconds']:.1f} s")
+    summary["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak RSS {summary['peak_rss_mb']:.0f} MB; jax {jax.__version__}, jaxlib "
+          f"{jaxlib.__version__}, {os.cpu_count()} CPU threads, backend {jax.default_backend()}")
+    (out_dir / "bench.json").write_text(json.dumps(summary, indent=1, default=str))
+    return summary
+
+
+
