@@ -21,7 +21,6 @@ import jaxlib
 from lgjax import models, train
 from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
 
-
 REPEATS = 3
 
 
