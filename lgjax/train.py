@@ -98,11 +98,9 @@ def over_seeds(fn: Callable, strategy: str) -> Callable:
 
 
 def resolve_strategy(cfg: RunConfig) -> str:
-    # measured (benchmarks/bench_step.py): lax.map over seeds beats vmap on XLA CPU for this
-    # head; on accelerators vmap fills the device better.
-    if cfg.train.seed_axis != "auto":
-        return cfg.train.seed_axis
-    return "map" if jax.default_backend() == "cpu" else "vmap"
+    # `lgjax bench` (best of 3, 2-core CPU): vmap was fastest at S = 8 for RoPE and APE and at
+    # S = 32 for RoPE (lax.map won APE at S = 32 by ~20%); vmap is also what fills an accelerator.
+    return "vmap" if cfg.train.seed_axis == "auto" else cfg.train.seed_axis
 
 
 def make_chunk_runner(cfg: RunConfig, path: str | None = None, strategy: str | None = None,
