@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import jaxlib
 
-from lgjax import models, train
+from lgjax import models, train, transformer
 from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
 
 REPEATS = 3
@@ -95,6 +95,21 @@ def matmul_peak() -> dict:
     return rates
 
 
+def time_transformer(steps: int = 10) -> dict:
+    """The spec's transformer step: 2 layers, 4 heads, d = 192, MLP 4d, batch 256, length 16."""
+    cfg = RunConfig(TaskConfig("shift", K=3),
+                    ModelConfig(encoding="rope", arch="transformer", layers=2, heads=4, d=192,
+                                query="all"),
+                    TrainConfig(batch=256, lr=3e-4, lmin=16, lmax=16, seeds=(0,)))
+    runner = train.make_chunk_runner(cfg)
+    states = train.init_states(cfg)
+    compile_s, (states, _) = _timed(runner, states, jnp.int32(1))
+    step_s = _best_of(runner, states, steps) / steps
+    flop = transformer.flops_per_step(cfg.model, 256, 16, 20, 20)
+    return {"seconds_per_step": step_s, "gflop_per_step": flop / 1e9,
+            "gflops": flop / step_s / 1e9, "compile_s": compile_s}
+
+
 def time_table1(out: Path) -> float:
     from lgjax.experiments import multiseed
 
@@ -152,6 +167,12 @@ def main(steps: int = 200, torch: bool = True, table1: bool = True,
     summary["matmul_gflops"] = matmul_peak()
     print("fp32 matmul GFLOP/s: " + ", ".join(f"n={n}: {g:.1f}"
                                              for n, g in summary["matmul_gflops"].items()))
+    tf = summary["transformer"] = time_transformer()
+    peak = max(summary["matmul_gflops"].values())
+    print(f"transformer step (2 layers, 4 heads, d=192, MLP 4d, batch 256, length 16, RoPE): "
+          f"{tf['seconds_per_step'] * 1e3:.0f} ms/step, {tf['gflop_per_step']:.1f} GFLOP/step, "
+          f"{tf['gflops']:.1f} GFLOP/s = {100 * tf['gflops'] / peak:.0f}% of the matmul peak "
+          f"{peak:.1f} (compile {tf['compile_s']:.1f} s)")
     if table1:
         summary["table1_seconds"] = time_table1(out_dir)
         print(f"Table-1 workload end to end (rope+ape, 8 seeds, 4000 steps, 7 lengths x 4096, "

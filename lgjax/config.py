@@ -25,6 +25,8 @@ class TaskConfig:
 @dataclass(frozen=True)
 class ModelConfig:
     encoding: str = "rope"  # key in lgjax.encodings.ENCODINGS
+    arch: str = "head"  # "head": the one-layer head; "transformer": pre-LN decoder blocks
+    layers: int = 2  # transformer blocks (arch="transformer" only)
     d: int = 64  # model width
     heads: int = 1  # H; d_head = d / H
     temperature: float = 1.0  # tau: logits are q.k / (sqrt(d_head) * tau)
@@ -96,6 +98,8 @@ def validate(cfg: RunConfig, eval_lengths: tuple[int, ...] = ()) -> None:
     require(m.d > 0 and m.heads > 0, "model.d/model.heads", "must be positive")
     require(m.d % m.heads == 0, "model.d", f"width d={m.d} is not divisible by heads={m.heads}; "
             "pick d a multiple of heads")
+    require(m.arch in ("head", "transformer"), "model.arch", "use 'head' or 'transformer'")
+    require(m.arch == "head" or m.layers >= 1, "model.layers", "must be >= 1")
     require(m.attention in ("softmax", "linear"), "model.attention", "use 'softmax' or 'linear'")
     require(m.query in ("last", "all"), "model.query", "use 'last' or 'all'")
     require(m.temperature > 0, "model.temperature", "must be > 0")

@@ -42,7 +42,7 @@ def evaluate(params_S, cfg: RunConfig, lengths, n_seqs: int = 4096) -> LengthEva
     """Metrics for every seed x length: fields with leading axes [S, n_lengths]."""
     lengths = tuple(int(x) for x in lengths)
     Lpad = max(lengths)
-    apply = models.make_apply(cfg.model)
+    apply = models.make_apply(cfg)
     keys_S = jnp.stack([jax.random.key_data(jax.random.key(s)) for s in cfg.train.seeds])
     one = lambda params, key_data, length: eval_one_length(params, key_data, length, cfg,
                                                             n_seqs, Lpad, apply)

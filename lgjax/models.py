@@ -17,7 +17,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from lgjax import fast
+from lgjax import fast, transformer
 from lgjax.config import ModelConfig, RunConfig
 from lgjax.encodings import ENCODINGS, d_head, logit_scale, rotate
 from lgjax.tasks import TASKS
@@ -25,10 +25,17 @@ from lgjax.tasks import TASKS
 NEG = -1e30
 
 
+def vocab_sizes(cfg: RunConfig) -> tuple[int, int]:
+    task = TASKS[cfg.task.name]
+    return task.input_vocab(cfg.task), task.num_classes(cfg.task)
+
+
 def init_params(key, cfg: RunConfig) -> dict:
-    """PyTorch-default initialisation: N(0,1) tables, U(+-1/sqrt(fan_in)) projections."""
-    m, task = cfg.model, TASKS[cfg.task.name]
-    m_in, m_out = task.input_vocab(cfg.task), task.num_classes(cfg.task)
+    """Head: PyTorch-default init (N(0,1) tables, U(+-1/sqrt(fan_in)) projections)."""
+    if cfg.model.arch == "transformer":
+        return transformer.init_params(key, cfg.model, *vocab_sizes(cfg))
+    m = cfg.model
+    m_in, m_out = vocab_sizes(cfg)
     k_emb, k_q, k_k, k_v, k_out, k_enc = jax.random.split(key, 6)
     bound = 1.0 / math.sqrt(m.d)
     uni = lambda k, shape: jax.random.uniform(k, shape, jnp.float32, -bound, bound)
@@ -86,20 +93,25 @@ def general_apply(params, tokens_L, length, cfg: ModelConfig):
 
 
 def head_path(cfg: ModelConfig) -> str:
-    """'fast:<kind>' when an exact fast form applies, else 'general'."""
+    """'fast:<kind>' when an exact fast form applies, 'general' or 'transformer' otherwise."""
+    if cfg.arch == "transformer":
+        return "transformer"
     enc = ENCODINGS[cfg.encoding]
     if cfg.query == "last" and enc.kind in fast.FAST_HEADS and enc.length_free(cfg):
         return f"fast:{enc.kind}"
     return "general"
 
 
-def make_apply(cfg: ModelConfig, path: str | None = None):
+def make_apply(run_cfg: RunConfig, path: str | None = None):
     """A batched apply(params, tokens [B, L], lengths [B]) -> (logits, attention).
 
     Per-step tables (projected vocabulary, offset tables) are built once per call and shared
     by every sequence of the batch; the per-sequence part is vmapped.
     """
+    cfg = run_cfg.model
     path = path or head_path(cfg)
+    if path == "transformer":
+        return transformer.make_apply(cfg, *vocab_sizes(run_cfg))
     if path == "general":
         return jax.vmap(lambda p, t, n: general_apply(p, t, n, cfg), in_axes=(None, 0, 0))
     kind = path.split(":", 1)[1]

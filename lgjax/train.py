@@ -73,7 +73,7 @@ def init_state(key_data, cfg: RunConfig) -> TrainState:
 def make_seed_step(cfg: RunConfig, path: str | None = None) -> Callable:
     """One optimizer step for one seed: state -> (state, loss)."""
     t = cfg.train
-    apply = models.make_apply(cfg.model, path)
+    apply = models.make_apply(cfg, path)
     opt = make_optimizer(t)
 
     def step(state: TrainState):

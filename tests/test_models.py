@@ -27,10 +27,10 @@ def test_fast_head_equals_general(encoding, heads, attention):
     cfg = tiny(encoding, heads=heads, attention=attention)
     assert models.head_path(cfg.model).startswith("fast")
     p, b = _params(cfg), _batch(cfg)
-    fast = jax.jit(models.make_apply(cfg.model))(p, b.tokens, b.length)
-    ref = models.make_apply(cfg.model, "general")(p, b.tokens, b.length)
+    fast = jax.jit(models.make_apply(cfg))(p, b.tokens, b.length)
+    ref = models.make_apply(cfg, "general")(p, b.tokens, b.length)
     chex.assert_trees_all_close(fast, ref, atol=2e-5, rtol=1e-4)
-    grad = lambda path: jax.grad(lambda q: models.make_apply(cfg.model, path)(
+    grad = lambda path: jax.grad(lambda q: models.make_apply(cfg, path)(
         q, b.tokens, b.length)[0].sum())(p)
     chex.assert_trees_all_close(grad(None), grad("general"), atol=1e-4, rtol=1e-3)
 
@@ -40,7 +40,7 @@ def test_fast_head_equals_general(encoding, heads, attention):
 def test_padding_never_receives_attention(encoding, path):
     cfg = tiny(encoding)
     p, b = _params(cfg), _batch(cfg)
-    apply = models.make_apply(cfg.model, path)
+    apply = models.make_apply(cfg, path)
     logits, att = apply(p, b.tokens, b.length)
     pad = jnp.arange(b.tokens.shape[1])[None, :] >= b.length[:, None]
     assert float(jnp.abs(jnp.where(pad[:, None, :], att, 0.0)).max()) == 0.0
@@ -53,13 +53,13 @@ def test_padding_never_receives_attention(encoding, path):
 def test_every_row_head_is_causal():
     cfg = tiny("rope", task="prev")
     p, b = _params(cfg), _batch(cfg)
-    logits, att = models.make_apply(cfg.model)(p, b.tokens, b.length)
+    logits, att = models.make_apply(cfg)(p, b.tokens, b.length)
     chex.assert_shape(att, (32, 1, 12, 12))
     upper = jnp.triu(jnp.ones((12, 12), bool), 1)
     assert float(jnp.abs(jnp.where(upper, att, 0)).max()) == 0.0
     # output at row i ignores tokens after i
     changed = b.tokens.at[:, -1].set((b.tokens[:, -1] + 1) % cfg.task.vocab)
-    logits2, _ = models.make_apply(cfg.model)(p, changed, b.length)
+    logits2, _ = models.make_apply(cfg)(p, changed, b.length)
     chex.assert_trees_all_close(logits[:, :-1], logits2[:, :-1], atol=1e-6)
 
 
@@ -71,7 +71,7 @@ def test_linear_attention_weights_are_the_logits():
     scale = 1 / np.sqrt(16)
     want = np.where(np.arange(12) <= n, np.asarray(k[:, 0] @ q[n, 0]) * scale, 0.0)
     for path in (None, "general"):
-        _, att = models.make_apply(cfg.model, path)(p, b.tokens, b.length)
+        _, att = models.make_apply(cfg, path)(p, b.tokens, b.length)
         np.testing.assert_allclose(att[0, 0], want, atol=1e-5)
 
 

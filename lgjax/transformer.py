@@ -1,0 +1,89 @@
+"""Decoder-only transformer (Flax linen): pre-LayerNorm blocks, causal multi-head attention with
+any registered encoding, MLP of width 4d with GELU. Written for one sequence, like the head.
+
+`apply(params, tokens [L], length) -> (logits [L, m_out], attention [layers, H, L, L])`; the
+params are the plain nested dict linen returns, so a seed axis stacks on every leaf.
+Initialisation is Flax's default (LeCun-normal kernels, N(0, 1) token embedding to match the
+head); the encoding's own params live under "encoding" and are shared by every layer.
+"""
+
+from __future__ import annotations
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from lgjax.config import ModelConfig
+from lgjax.encodings import ENCODINGS, d_head, logit_scale, rotate
+
+
+def attend(logits, valid, cfg: ModelConfig):
+    from lgjax.models import attend as head_attend
+
+    return head_attend(logits, valid, cfg)
+
+
+class Block(nn.Module):
+    cfg: ModelConfig
+
+    @nn.compact
+    def __call__(self, x_LxD, length, enc_params):
+        cfg, enc = self.cfg, ENCODINGS[self.cfg.encoding]
+        L = x_LxD.shape[0]
+        pos = jnp.arange(L)
+        h = nn.LayerNorm()(x_LxD)
+        proj = lambda name: nn.DenseGeneral((cfg.heads, d_head(cfg)), use_bias=False,
+                                            name=name)(h)
+        q, k, v = proj("query"), proj("key"), proj("value")
+        if enc.freqs is not None:
+            q, k = rotate(q, pos, enc.freqs(cfg)), rotate(k, pos, enc.freqs(cfg))
+        logits_HxLxL = jnp.einsum("qhd,khd->hqk", q, k) * logit_scale(cfg)
+        if enc.bias is not None:
+            dist = pos[:, None] - pos[None, :]
+            logits_HxLxL = logits_HxLxL + jnp.moveaxis(enc.bias(enc_params, dist, cfg), -1, 0)
+        valid = (pos[None, :] <= pos[:, None]) & (pos[None, :] < length)
+        att_HxLxL = attend(logits_HxLxL, valid, cfg)
+        o_LxHxD = jnp.einsum("hqk,khd->qhd", att_HxLxL, v)
+        x_LxD = x_LxD + nn.DenseGeneral(cfg.d, axis=(-2, -1), use_bias=False, name="out")(o_LxHxD)
+        h = nn.LayerNorm()(x_LxD)
+        h = nn.Dense(cfg.d, name="mlp_out")(nn.gelu(nn.Dense(4 * cfg.d, name="mlp_in")(h)))
+        return x_LxD + h, att_HxLxL
+
+
+class Transformer(nn.Module):
+    cfg: ModelConfig
+    m_in: int
+    m_out: int
+
+    @nn.compact
+    def __call__(self, tokens_L, length):
+        cfg, enc = self.cfg, ENCODINGS[self.cfg.encoding]
+        enc_params = self.param("encoding", lambda key: enc.init(key, cfg))
+        x_LxD = nn.Embed(self.m_in, cfg.d, embedding_init=nn.initializers.normal(1.0))(tokens_L)
+        if enc.table is not None:
+            x_LxD = x_LxD + enc.table(enc_params, jnp.arange(tokens_L.shape[0]), length, cfg)
+        atts = []
+        for i in range(cfg.layers):
+            x_LxD, att = Block(cfg, name=f"block{i}")(x_LxD, length, enc_params)
+            atts.append(att)
+        logits = nn.Dense(self.m_out, use_bias=False, name="readout")(nn.LayerNorm()(x_LxD))
+        return logits, jnp.stack(atts)
+
+
+def init_params(key, cfg: ModelConfig, m_in: int, m_out: int) -> dict:
+    model = Transformer(cfg, m_in, m_out)
+    return model.init(key, jnp.zeros((8,), jnp.int32), jnp.int32(8))["params"]
+
+
+def make_apply(cfg: ModelConfig, m_in: int, m_out: int):
+    model = Transformer(cfg, m_in, m_out)
+    one = lambda p, t, n: model.apply({"params": p}, t, n)
+    return jax.vmap(one, in_axes=(None, 0, 0))
+
+
+def flops_per_step(cfg: ModelConfig, batch: int, L: int, m_in: int, m_out: int) -> float:
+    """Forward + backward FLOP (2 per multiply-add, backward = 2x forward) of one step."""
+    d, H = cfg.d, cfg.heads
+    per_layer = L * (4 * d * d + 8 * d * d) + 2 * H * L * L * d_head(cfg)
+    fwd = batch * (cfg.layers * per_layer + L * d * m_out)
+    return 3 * 2 * fwd
