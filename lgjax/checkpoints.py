@@ -108,7 +108,7 @@ def open_run(path: Path | str) -> tuple[RunConfig, RunDir]:
 
 
 def train_run(cfg: RunConfig, path: Path | str, resume: bool = False, on_chunk=None,
-              runner=None) -> train.TrainState:
+              runner=None, devices: int | None = None) -> train.TrainState:
     """Train with checkpoints at cfg's schedule; resume from the latest complete one."""
     want = set(train.checkpoint_steps(cfg.train))
     with RunDir(path, cfg, resume=resume) as run:
@@ -120,7 +120,7 @@ def train_run(cfg: RunConfig, path: Path | str, resume: bool = False, on_chunk=N
             if on_chunk is not None:
                 on_chunk(step, states, loss_S)
 
-        return train.train(cfg, states, hook, runner)
+        return train.train(cfg, states, hook, runner, devices)
 
 
 __all__ = ["RunDir", "train_run", "open_run", "read_config", "CheckpointError"]

@@ -34,6 +34,8 @@ def _multiseed_parser(sub) -> None:
     p.add_argument("--run-name", default="")
     p.add_argument("--resume", action="store_true")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--devices", type=int, default=0,
+                   help="devices to split the seeds over (default 0: all that divide --seeds)")
 
 
 def _multiseed(args) -> None:
@@ -46,7 +48,7 @@ def _multiseed(args) -> None:
         batch=args.batch, train_lengths=args.train_lengths, eval_lengths=args.eval_lengths,
         n_eval=args.eval_sequences, d=args.d, heads=args.heads, vocab=args.vocab, out=args.out,
         ckpt_root=args.ckpt_root, run_name=args.run_name, resume=args.resume,
-        progress=not args.no_progress))
+        progress=not args.no_progress, devices=args.devices))
 
 
 def _bench_parser(sub) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 
 from lgjax import models, tasks
 from lgjax.config import RunConfig
+from lgjax.devices import place, seed_mesh, shard_seeds
 from lgjax.train import EVAL, over_seeds, stream
 
 
@@ -38,7 +39,8 @@ def eval_one_length(params, key_data, length, cfg: RunConfig, n_seqs: int, Lpad:
     return LengthEval(acc, mean_HxL, jnp.argmax(mean_HxL, -1) - (length - 1), mean_HxL.max(-1))
 
 
-def evaluate(params_S, cfg: RunConfig, lengths, n_seqs: int = 4096) -> LengthEval:
+def evaluate(params_S, cfg: RunConfig, lengths, n_seqs: int = 4096,
+             devices: int | None = None) -> LengthEval:
     """Metrics for every seed x length: fields with leading axes [S, n_lengths]."""
     lengths = tuple(int(x) for x in lengths)
     Lpad = max(lengths)
@@ -48,7 +50,9 @@ def evaluate(params_S, cfg: RunConfig, lengths, n_seqs: int = 4096) -> LengthEva
                                                             n_seqs, Lpad, apply)
     # lax.map: evaluation batches are large, so one seed at a time measured faster than vmap
     # (and holds 1/S of the activations)
-    run = jax.jit(over_seeds(one, "map"))
+    mesh = seed_mesh(len(cfg.train.seeds), devices)
+    run = jax.jit(shard_seeds(over_seeds(one, "map"), mesh))
     n_S = len(cfg.train.seeds)
+    params_S = place(params_S, mesh)
     out = [run(params_S, keys_S, jnp.full((n_S,), L, jnp.int32)) for L in lengths]
     return jax.tree.map(lambda *x: np.stack([np.asarray(v) for v in x], axis=1), *out)

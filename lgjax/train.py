@@ -19,6 +19,7 @@ import optax
 
 from lgjax import models, tasks
 from lgjax.config import RunConfig, TrainConfig
+from lgjax.devices import place, seed_mesh, shard_seeds
 
 INIT, DATA, EVAL = 0, 1, 2  # fold_in tags: one stream per consumer
 EXIT_ENV = "LGJAX_EXIT_AFTER_STEP"  # test hook: exit hard (no cleanup) once this step is done
@@ -104,11 +105,13 @@ def resolve_strategy(cfg: RunConfig) -> str:
 
 
 def make_chunk_runner(cfg: RunConfig, path: str | None = None, strategy: str | None = None,
-                      wrap: Callable = lambda f: f):
+                      wrap: Callable = lambda f: f, devices: int | None = None):
     """jit(states_S, n_steps) -> (states_S, mean loss per seed over the chunk).
 
-    `wrap` decorates the traced function (tests pass chex.assert_max_traces(n=1)).
+    Seeds are split over `devices` devices (None: all that divide the seed count) with
+    shard_map; `wrap` decorates the traced function (tests pass chex.assert_max_traces(n=1)).
     """
+    mesh = seed_mesh(len(cfg.train.seeds), devices)
     step = make_seed_step(cfg, path)
 
     def run_one(state, n_steps):
@@ -122,14 +125,17 @@ def make_chunk_runner(cfg: RunConfig, path: str | None = None, strategy: str | N
 
     strategy = strategy or resolve_strategy(cfg)
 
-    @jax.jit
-    @wrap
-    def run(states_S, n_steps):
+    def run_block(states_S, n_steps):
         if strategy == "vmap":
             return jax.vmap(run_one, in_axes=(0, None))(states_S, n_steps)
         return jax.lax.map(lambda s: run_one(s, n_steps), states_S)
 
-    return run
+    @jax.jit
+    @wrap
+    def run(states_S, n_steps):
+        return shard_seeds(run_block, mesh, n_replicated=1)(states_S, n_steps)
+
+    return lambda states_S, n_steps: run(place(states_S, mesh), n_steps)
 
 
 def init_states(cfg: RunConfig) -> TrainState:
@@ -138,8 +144,12 @@ def init_states(cfg: RunConfig) -> TrainState:
 
 
 def abstract_states(cfg: RunConfig):
+    """Restore target: shapes and dtypes of the stacked state, placed on the default device
+    (so a checkpoint saved on N devices restores on any other count; the runner re-shards)."""
     keys_S = jax.ShapeDtypeStruct((len(cfg.train.seeds), 2), jnp.uint32)
-    return jax.eval_shape(jax.vmap(lambda k: init_state(k, cfg)), keys_S)
+    shapes = jax.eval_shape(jax.vmap(lambda k: init_state(k, cfg)), keys_S)
+    device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=device), shapes)
 
 
 def checkpoint_steps(t: TrainConfig) -> list[int]:
@@ -163,10 +173,10 @@ def check_finite(states: TrainState, seeds: tuple[int, ...]) -> None:
 
 
 def train(cfg: RunConfig, states: TrainState | None = None, on_chunk: Callable | None = None,
-          runner: Callable | None = None) -> TrainState:
+          runner: Callable | None = None, devices: int | None = None) -> TrainState:
     """Run to cfg.train.steps; on_chunk(step, states, loss_S) is called at every boundary."""
     states = init_states(cfg) if states is None else states
-    runner = runner or make_chunk_runner(cfg)
+    runner = runner or make_chunk_runner(cfg, devices=devices)
     exit_after = int(os.environ.get(EXIT_ENV, "-1"))
     start = int(np.asarray(states.step)[0])
     if on_chunk is not None and start == 0:

@@ -18,6 +18,7 @@ from tqdm import tqdm
 
 from lgjax import checkpoints, evaluate, models, plots, report
 from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig, validate
+from lgjax.devices import seed_mesh
 
 PAPER_SCALE = {"seeds": 8, "steps": 4000, "batch": 256, "n_eval": 4096}
 
@@ -40,6 +41,7 @@ class MultiseedConfig:
     run_name: str = ""  # default multiseed-K<K>
     resume: bool = False  # continue existing runs from their latest checkpoint
     progress: bool = True  # show a progress bar
+    devices: int = 0  # devices the seed axis is split over (0: all that divide the seed count)
 
     def run_config(self, encoding: str) -> RunConfig:
         lmin, lmax = self.train_lengths
@@ -72,10 +74,11 @@ def train_and_eval(cfg: MultiseedConfig, encoding: str) -> dict:
             bar.set_postfix(loss=f"{float(np.mean(loss_S)):.3f}")
 
     t0 = time.perf_counter()
-    states = checkpoints.train_run(rc, run_dir, resume=cfg.resume, on_chunk=progress)
+    states = checkpoints.train_run(rc, run_dir, resume=cfg.resume, on_chunk=progress,
+                                   devices=cfg.devices or None)
     bar.close()
     t_train = time.perf_counter() - t0
-    ev = evaluate.evaluate(states.params, rc, cfg.eval_lengths, cfg.n_eval)
+    ev = evaluate.evaluate(states.params, rc, cfg.eval_lengths, cfg.n_eval, cfg.devices or None)
     peak, offset = _head_metrics(ev)
     return {"accuracy": ev.accuracy.tolist(), "peak_height": peak.tolist(),
             "selected_offset": offset.astype(int).tolist(),
@@ -87,6 +90,7 @@ def train_and_eval(cfg: MultiseedConfig, encoding: str) -> dict:
 def run(cfg: MultiseedConfig) -> dict:
     for enc in cfg.encodings:  # every config error surfaces before anything compiles
         validate(cfg.run_config(enc), cfg.eval_lengths)
+    seed_mesh(cfg.seeds, cfg.devices or None)
     t0 = time.perf_counter()
     results = {"experiment": "multiseed", "config": asdict(cfg), "reduced": cfg.reduced(),
                "K": cfg.K, "seeds": list(range(cfg.seeds)), "steps": cfg.steps,
