@@ -51,6 +51,73 @@ def _multiseed(args) -> None:
         progress=not args.no_progress, devices=args.devices))
 
 
+def _transformer_parser(sub) -> None:
+    p = sub.add_parser("transformer", help="2-layer decoder on the full-sequence shift task")
+    p.add_argument("--encodings", type=_strs, default=("rope", "ape"))
+    p.add_argument("--K", type=int, default=3)
+    p.add_argument("--seeds", type=int, default=1)
+    p.add_argument("--steps", type=int, default=8000)
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--d", type=int, default=192)
+    p.add_argument("--vocab", type=int, default=20)
+    p.add_argument("--train-lengths", type=_ints, default=(8, 16))
+    p.add_argument("--eval-lengths", type=_ints, default=(12, 16, 24, 32, 48))
+    p.add_argument("--profile-lengths", type=_ints, default=(16, 48))
+    p.add_argument("--eval-sequences", type=int, default=1024)
+    p.add_argument("--out", default="results/transformer")
+    p.add_argument("--ckpt-root", default="checkpoints")
+    p.add_argument("--run-name", default="")
+    p.add_argument("--resume", action="store_true")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--devices", type=int, default=0)
+
+
+def _transformer(args) -> None:
+    from lgjax.experiments import transformer
+
+    if len(args.train_lengths) != 2:
+        raise ConfigError("--train-lengths: give two numbers LMIN,LMAX, e.g. 8,16")
+    transformer.run(transformer.TransformerConfig(
+        encodings=args.encodings, K=args.K, seeds=args.seeds, steps=args.steps,
+        batch=args.batch, lr=args.lr, layers=args.layers, heads=args.heads, d=args.d,
+        vocab=args.vocab, train_lengths=args.train_lengths, eval_lengths=args.eval_lengths,
+        profile_lengths=args.profile_lengths, n_eval=args.eval_sequences, out=args.out,
+        ckpt_root=args.ckpt_root, run_name=args.run_name, resume=args.resume,
+        progress=not args.no_progress, devices=args.devices))
+
+
+def _dynamics_parser(sub) -> None:
+    p = sub.add_parser("dynamics", help="metrics over training, read from a run's checkpoints")
+    p.add_argument("run_dir", help="a run directory (holds config.json and step folders)")
+    p.add_argument("--lengths", type=_ints, default=(16, 48))
+    p.add_argument("--eval-sequences", type=int, default=1024)
+    p.add_argument("--out", default="", help="default: <run_dir>/dynamics")
+
+
+def _dynamics(args) -> None:
+    from pathlib import Path
+
+    from lgjax import dynamics, plots
+
+    cfg, rows = dynamics.analyze(args.run_dir, args.lengths, args.eval_sequences)
+    out = Path(args.out or Path(args.run_dir) / "dynamics")
+    dynamics.write(rows, out)
+    heads = [f"/h{h}" for h in range(cfg.model.heads)]
+    L = max(args.lengths)
+    metrics = [f"{m}{h}" for h in heads for m in ("carrier_key", "carrier_query", "sv_energy",
+                                                  "align_shifted")]
+    metrics += [f"margin{heads[0]}@{L}", f"accuracy@{L}", f"peak_height{heads[0]}@{L}",
+                f"selected_offset{heads[0]}@{L}"]
+    metrics += [m for m in ("ape_norm_in_range", "ape_norm_beyond")
+                if any(r["metric"] == m for r in rows)]
+    plots.dynamics_figure(rows, metrics, out / "dynamics", title=str(args.run_dir))
+    print(dynamics.summary_table(rows, metrics))
+    print(f"wrote {out}/dynamics.csv, dynamics.json, dynamics.png/.pdf ({len(rows)} rows)")
+
+
 def _bench_parser(sub) -> None:
     p = sub.add_parser("bench", help="speed of the multi-seed step vs the alternatives")
     p.add_argument("--steps", type=int, default=200, help="timed steps per measurement")
@@ -66,7 +133,10 @@ def _bench(args) -> None:
                out=args.out)
 
 
-COMMANDS = {"multiseed": (_multiseed_parser, _multiseed), "bench": (_bench_parser, _bench)}
+COMMANDS = {"multiseed": (_multiseed_parser, _multiseed),
+            "transformer": (_transformer_parser, _transformer),
+            "dynamics": (_dynamics_parser, _dynamics),
+            "bench": (_bench_parser, _bench)}
 
 
 def main(argv: list[str] | None = None) -> int:

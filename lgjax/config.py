@@ -57,7 +57,7 @@ class TrainConfig:
     ckpt_every: int = 125  # regular checkpoint interval (after the early log-spaced ones)
     ckpt_early: int = 64  # checkpoints at 1, 2, 4, ... up to this step before the regular ones
     chunk: int = 250  # longest run of steps inside one compiled loop call (progress granularity)
-    seed_axis: str = "auto"  # how seeds share one program: "vmap", "map" or "auto" (measured best)
+    seed_axis: str = "auto"  # vmap, map, blocks (lax.map of 8-wide vmaps) or auto (= blocks)
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,8 @@ def validate(cfg: RunConfig, eval_lengths: tuple[int, ...] = ()) -> None:
     require(t.steps >= 1 and t.batch >= 1, "train.steps/train.batch", "must be >= 1")
     require(len(t.seeds) >= 1, "train.seeds", "give at least one seed")
     require(len(set(t.seeds)) == len(t.seeds), "train.seeds", "seed ids must be distinct")
-    require(t.seed_axis in ("auto", "vmap", "map"), "train.seed_axis", "use auto, vmap or map")
+    require(t.seed_axis in ("auto", "vmap", "map", "blocks"), "train.seed_axis",
+            "use auto, vmap, map or blocks")
     require(t.ckpt_every >= 1 and t.chunk >= 1, "train.ckpt_every/train.chunk", "must be >= 1")
     require(k.vocab >= 2, "task.vocab", "need at least 2 content tokens")
     tasks.TASKS[k.name].validate(k, t.lmin, t.lmax)

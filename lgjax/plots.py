@@ -40,3 +40,58 @@ def multiseed_figure(results: dict, encodings, stem: Path) -> None:
     for ext in ("png", "pdf"):
         fig.savefig(f"{stem}.{ext}", dpi=130)
     plt.close(fig)
+
+
+def transformer_figure(results: dict, encodings, stem: Path) -> None:
+    """Accuracy by length (with APE's in-range expectation) and each encoding's shift-head
+    offset profile at every profiled length."""
+    lengths = np.asarray(results["lengths"])
+    fig, axes = plt.subplots(1, 1 + len(encodings), figsize=(4.5 * (1 + len(encodings)), 3.6))
+    ax = axes[0]
+    exp = results["expected_ape_accuracy"]
+    ax.plot(lengths, [exp[str(L)] if str(L) in exp else exp[L] for L in lengths], "k:",
+            label="(Lmax-K)/(L-K)")
+    for enc in encodings:
+        ax.plot(lengths, np.asarray(results[enc]["accuracy"]).mean(0), marker="o", label=enc)
+    ax.axhline(results["chance"], ls="--", color="0.5", lw=0.8)
+    ax.set_xlabel("evaluation length L")
+    ax.set_ylabel("per-token accuracy")
+    ax.legend(fontsize=8)
+    for ax, enc in zip(axes[1:], encodings):
+        r = results[enc]
+        layer, head = r["shift_head"][0]
+        for L, prof in r["profiles"].items():
+            p = np.asarray(prof[0][layer][head])
+            ax.plot(np.arange(len(p)) - (len(p) - 1), p, label=f"L={L}")
+        ax.axvline(-results["K"], ls=":", color="k", lw=0.8)
+        ax.set_xlabel("offset t - i")
+        ax.set_title(f"{enc}: shift head (layer {layer}, head {head})")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    for ext in ("png", "pdf"):
+        fig.savefig(f"{stem}.{ext}", dpi=130)
+    plt.close(fig)
+
+
+def dynamics_figure(rows: list[dict], metrics, stem: Path, title: str = "") -> None:
+    """Each metric over training steps: mean over seeds and a min-max band."""
+    from lgjax.dynamics import series
+
+    n = len(metrics)
+    cols = min(n, 4)
+    fig, axes = plt.subplots(-(-n // cols), cols, figsize=(4 * cols, 3 * -(-n // cols)),
+                             squeeze=False)
+    for ax, metric in zip(axes.flat, metrics):
+        steps, grid = series(rows, metric)
+        ax.plot(steps, np.nanmean(grid, 0), marker=".")
+        ax.fill_between(steps, np.nanmin(grid, 0), np.nanmax(grid, 0), alpha=0.25)
+        ax.set_xscale("symlog", linthresh=1)
+        ax.set_title(metric, fontsize=9)
+        ax.set_xlabel("step")
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    fig.suptitle(title)
+    fig.tight_layout()
+    for ext in ("png", "pdf"):
+        fig.savefig(f"{stem}.{ext}", dpi=110)
+    plt.close(fig)

@@ -35,6 +35,7 @@ class Block(nn.Module):
         proj = lambda name: nn.DenseGeneral((cfg.heads, d_head(cfg)), use_bias=False,
                                             name=name)(h)
         q, k, v = proj("query"), proj("key"), proj("value")
+        self.sow("intermediates", "keys", k)  # keys before rotation, for carrier fractions
         if enc.freqs is not None:
             q, k = rotate(q, pos, enc.freqs(cfg)), rotate(k, pos, enc.freqs(cfg))
         logits_HxLxL = jnp.einsum("qhd,khd->hqk", q, k) * logit_scale(cfg)
@@ -78,6 +79,19 @@ def init_params(key, cfg: ModelConfig, m_in: int, m_out: int) -> dict:
 def make_apply(cfg: ModelConfig, m_in: int, m_out: int):
     model = Transformer(cfg, m_in, m_out)
     one = lambda p, t, n: model.apply({"params": p}, t, n)
+    return jax.vmap(one, in_axes=(None, 0, 0))
+
+
+def apply_with_keys(cfg: ModelConfig, m_in: int, m_out: int):
+    """Batched apply that also returns every layer's pre-rotation keys [B, layers, L, H, dh]."""
+    model = Transformer(cfg, m_in, m_out)
+
+    def one(p, t, n):
+        (logits, att), state = model.apply({"params": p}, t, n, mutable=["intermediates"])
+        inter = state["intermediates"]
+        keys = jnp.stack([inter[f"block{i}"]["keys"][0] for i in range(cfg.layers)])
+        return logits, att, keys
+
     return jax.vmap(one, in_axes=(None, 0, 0))
 
 

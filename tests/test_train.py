@@ -14,8 +14,9 @@ def _run(cfg, strategy="vmap"):
     return train.train(cfg, runner=train.make_chunk_runner(cfg, strategy=strategy))
 
 
-@pytest.mark.parametrize("strategy", ["vmap", "map"])
-def test_seed_alone_equals_seed_in_batch(strategy):
+@pytest.mark.parametrize("strategy", ["vmap", "map", "blocks"])
+def test_seed_alone_equals_seed_in_batch(strategy, monkeypatch):
+    monkeypatch.setattr(train, "SEED_BLOCK", 2)  # 4 seeds: a map over two 2-wide vmaps
     many = _run(tiny(seeds=(0, 1, 2, 3)), strategy)
     alone = _run(tiny(seeds=(2,)), strategy)
     # vmap reorders float sums (~1e-7 per step); map is bitwise identical here

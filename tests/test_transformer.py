@@ -1,6 +1,9 @@
+import json
+
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from lgjax import models, tasks, train
@@ -36,3 +39,30 @@ def test_transformer_is_causal_and_shapes():
     logits2, _ = apply(p, changed, b.length)
     chex.assert_trees_all_close(logits[:, :-1], logits2[:, :-1], atol=1e-5)
     assert not jnp.allclose(logits[:, -1], logits2[:, -1])
+
+
+def test_offset_profile_hand_computed():
+    from lgjax.experiments.transformer import carrier_fraction, offset_profile
+
+    att = np.tril(np.ones((4, 4)))
+    att[3] = [0.1, 0.7, 0.2, 0.0]  # row 3 puts 0.7 at offset -2
+    att[2] = [0.0, 0.0, 1.0, 0.0]
+    prof = offset_profile(att, K=2)  # rows 2 and 3 are scored
+    np.testing.assert_allclose(prof, [0.1, (0.0 + 0.7) / 2, (0.0 + 0.2) / 2, (1.0 + 0.0) / 2])
+    assert carrier_fraction(np.ones((5, 3))) == pytest.approx(1.0)
+    assert carrier_fraction(np.array([[1.0, 0], [-1.0, 0]])) == pytest.approx(0.0)
+
+
+def test_transformer_experiment_end_to_end(tmp_path, capsys):
+    from lgjax.cli import main
+
+    rc = main(["transformer", "--steps", "3", "--batch", "8", "--d", "16", "--heads", "2",
+               "--vocab", "8", "--train-lengths", "6,8", "--eval-lengths", "8,12",
+               "--profile-lengths", "8,12", "--eval-sequences", "16", "--no-progress",
+               "--out", str(tmp_path / "out"), "--ckpt-root", str(tmp_path / "ck")])
+    assert rc == 0
+    res = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert res["reduced"] and len(res["rope"]["accuracy"][0]) == 2
+    assert res["ape"]["accuracy_beyond"][0][0] is None  # L=8: no row beyond the range
+    assert (tmp_path / "out" / "transformer.png").stat().st_size > 0
+    assert "shift head" in capsys.readouterr().out

@@ -1,0 +1,118 @@
+"""Mechanism metrics of the one-layer head, as pure functions of one seed's params.
+
+Spec implicit-bias.md, measurements 3-8. Per head h (W_Q,h = wq[:, h].T in the spec's notation):
+  carrier fraction   ||E_v[W x_v]||^2 / E_v[||W x_v||^2], exact over the uniform vocabulary
+  carrier profile    phi_c(delta) = m_Q^T R_delta m_K, delta = -(L-1)..0 (R = 1 unless rotary)
+  alignment          cos(m_Q, R_{-K} m_K) and cos(m_Q, m_K)
+  SV energy          sigma_1^2 / sum sigma_i^2 of W = W_Q^T W_K
+  margin             mu = min_{delta != -K} phi(-K) - phi(delta), phi the content-averaged logit
+                     profile (logit scaling included); bound 1 / (1 + (L-1) e^{-mu})
+  APE rows           norms of table rows inside / beyond the trained range
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lgjax import fast
+from lgjax.config import ModelConfig
+from lgjax.encodings import ENCODINGS, d_head, np_offsets
+
+
+def carrier_fraction(x_NxD: jax.Array) -> jax.Array:
+    """||mean row||^2 / mean ||row||^2 (1 for identical rows, 0 for zero-mean rows)."""
+    return jnp.sum(x_NxD.mean(0) ** 2) / jnp.mean(jnp.sum(x_NxD**2, -1))
+
+
+def sv_energy(w_DxD: jax.Array) -> jax.Array:
+    s = jnp.linalg.svd(w_DxD, compute_uv=False)
+    return s[0] ** 2 / jnp.sum(s**2)
+
+
+def _per_head(params, name: str, cfg: ModelConfig):
+    """Projected vocabulary E W per head: [H, m, d_head] (content only, before rotation)."""
+    x = params["embed"] @ params[name]
+    return x.reshape(x.shape[0], cfg.heads, d_head(cfg)).transpose(1, 0, 2)
+
+
+def _rotate_vec(v_D, delta, cfg: ModelConfig):
+    enc = ENCODINGS[cfg.encoding]
+    if enc.freqs is None:
+        return v_D
+    ang = delta * enc.freqs(cfg)
+    v1, v2 = v_D[0::2], v_D[1::2]
+    return jnp.stack([v1 * jnp.cos(ang) - v2 * jnp.sin(ang),
+                      v1 * jnp.sin(ang) + v2 * jnp.cos(ang)], -1).reshape(-1)
+
+
+def _cos(a, b):
+    return a @ b / (jnp.linalg.norm(a) * jnp.linalg.norm(b))
+
+
+def head_metrics(params, cfg: ModelConfig, K: int, L: int) -> dict:
+    """Content-only mechanism metrics per head; every value has a leading head axis."""
+    q_HxMxD, k_HxMxD = _per_head(params, "wq", cfg), _per_head(params, "wk", cfg)
+    m_q, m_k = q_HxMxD.mean(1), k_HxMxD.mean(1)
+    deltas = jnp.asarray(np_offsets(L), jnp.float32)
+    profile = jax.vmap(lambda mq, mk: jax.vmap(
+        lambda dl: mq @ _rotate_vec(mk, dl, cfg))(deltas))(m_q, m_k)
+    dh = d_head(cfg)
+    wq_HxDxK = params["wq"].reshape(cfg.d, cfg.heads, dh).transpose(1, 0, 2)
+    wk_HxDxK = params["wk"].reshape(cfg.d, cfg.heads, dh).transpose(1, 0, 2)
+    w_HxDxD = jnp.einsum("hdk,hek->hde", wq_HxDxK, wk_HxDxK)  # W_Q^T W_K per head
+    return {
+        "carrier_key": jax.vmap(carrier_fraction)(k_HxMxD),
+        "carrier_query": jax.vmap(carrier_fraction)(q_HxMxD),
+        "carrier_profile": profile,  # [H, L] over delta = -(L-1)..0
+        "carrier_argmax": jnp.argmax(profile, -1) - (L - 1),
+        "align_shifted": jax.vmap(lambda a, b: _cos(a, _rotate_vec(b, -K, cfg)))(m_q, m_k),
+        "align_plain": jax.vmap(_cos)(m_q, m_k),
+        "sv_energy": jax.vmap(sv_energy)(w_HxDxD),
+    }
+
+
+def logit_profile(params, cfg: ModelConfig, L: int) -> jax.Array:
+    """Content-averaged logit of the last-position query vs each key position: [H, L]."""
+    kind = ENCODINGS[cfg.encoding].kind
+    if kind == "additive":
+        tab_ZxZxH, _ = fast.additive_tables(params, L, cfg)
+        m = tab_ZxZxH.shape[0] - L
+        cc = tab_ZxZxH[:m, :m].mean((0, 1))
+        cp = tab_ZxZxH[:m, m:].mean(0)  # [L, H]
+        pc = tab_ZxZxH[m + L - 1, :m].mean(0)
+        pp = tab_ZxZxH[m + L - 1, m:]
+        return (cc + cp + pc + pp).T
+    flat_NxH, val = fast.relative_tables(params, L, cfg)
+    m = val.shape[1]
+    return flat_NxH.reshape(m, m, L, -1).mean((0, 1)).T
+
+
+def margin(profile_HxL: jax.Array, K: int) -> jax.Array:
+    """mu = min over offsets other than -K of phi(-K) - phi(delta), per head."""
+    L = profile_HxL.shape[-1]
+    target = profile_HxL[:, L - 1 - K]
+    others = jnp.where(jnp.arange(L) == L - 1 - K, jnp.inf, target[:, None] - profile_HxL)
+    return others.min(-1)
+
+
+def margin_bound(mu: jax.Array, L: int) -> jax.Array:
+    return 1.0 / (1.0 + (L - 1) * jnp.exp(-mu))
+
+
+def ape_row_norms(params, lmax: int) -> tuple[jax.Array, jax.Array]:
+    """Mean L2 norm of APE rows inside [0, lmax) and beyond it."""
+    norms = jnp.linalg.norm(params["ape"], axis=-1)
+    inside = jnp.arange(norms.shape[0]) < lmax
+    return (jnp.sum(norms * inside) / inside.sum(), jnp.sum(norms * ~inside) / (~inside).sum())
+
+
+def decay_fit(lengths, peak_heights) -> dict:
+    """Least squares of 1/a*(L) on L-1: alpha (slope), c (intercept), R^2."""
+    x = np.asarray(lengths, float) - 1
+    y = 1.0 / np.asarray(peak_heights, float)
+    alpha, c = np.polyfit(x, y, 1)
+    resid = y - (alpha * x + c)
+    r2 = 1 - resid @ resid / np.sum((y - y.mean()) ** 2)
+    return {"alpha": float(alpha), "c": float(c), "r2": float(r2)}

@@ -1,0 +1,110 @@
+"""The dynamics analyzer: read a run's checkpoint trajectory and compute every metric per step.
+
+Works on any run directory the trainer wrote (also one still running: orbax lists only
+committed steps). All seeds of a step are analysed at once (vmapped); nothing is retrained.
+Output is tidy rows {seed, step, metric, value} (metric names carry the head and the length,
+e.g. "carrier_key/h0", "accuracy@48", "margin/h0@16").
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from lgjax import analysis, checkpoints, evaluate
+from lgjax.config import RunConfig
+from lgjax.encodings import ENCODINGS
+
+
+def static_metrics(params, cfg: RunConfig, lengths: tuple[int, ...]) -> dict:
+    """Metrics that need no data: per head, and per length for the margin."""
+    K, m = cfg.task.K, cfg.model
+    out = {k: v for k, v in analysis.head_metrics(params, m, K, max(lengths)).items()
+           if k != "carrier_profile"}
+    for L in lengths:
+        mu = analysis.margin(analysis.logit_profile(params, m, L), K)
+        out[f"margin@{L}"] = mu
+        out[f"margin_bound@{L}"] = analysis.margin_bound(mu, L)
+    if ENCODINGS[m.encoding].kind == "additive" and "ape" in params:
+        inside, beyond = analysis.ape_row_norms(params, cfg.train.lmax)
+        out["ape_norm_in_range"], out["ape_norm_beyond"] = inside, beyond
+    return out
+
+
+def _rows_from(metrics: dict, seeds, step: int) -> list[dict]:
+    rows = []
+    for name, value in metrics.items():
+        value = np.asarray(value)
+        for s, seed in enumerate(seeds):
+            v = value[s]
+            if v.ndim == 0:
+                rows.append({"seed": seed, "step": step, "metric": name, "value": float(v)})
+            else:
+                base, _, at = name.partition("@")
+                for h, vh in enumerate(v):
+                    label = f"{base}/h{h}" + (f"@{at}" if at else "")
+                    rows.append({"seed": seed, "step": step, "metric": label, "value": float(vh)})
+    return rows
+
+
+def step_rows(params_S, cfg: RunConfig, step: int, lengths, n_eval: int) -> list[dict]:
+    static = jax.jit(jax.vmap(lambda p: static_metrics(p, cfg, tuple(lengths))))(params_S)
+    ev = evaluate.evaluate(params_S, cfg, lengths, n_eval)
+    metrics = dict(static)
+    K = cfg.task.K
+    for j, L in enumerate(lengths):
+        metrics[f"accuracy@{L}"] = ev.accuracy[:, j]
+        metrics[f"selected_offset@{L}"] = ev.selected_offset[:, j]
+        metrics[f"peak_height@{L}"] = ev.peak_height[:, j]
+        metrics[f"target_attention@{L}"] = ev.mean_attention[:, j, :, L - 1 - K]
+        metrics[f"pin_position@{L}"] = np.argmax(ev.mean_attention[:, j], -1)
+    return _rows_from(metrics, cfg.train.seeds, step)
+
+
+def analyze(run_dir: str | Path, lengths=(16, 48), n_eval: int = 1024,
+            steps: list[int] | None = None) -> tuple[RunConfig, list[dict]]:
+    cfg, run = checkpoints.open_run(run_dir)
+    try:
+        rows = []
+        for step in steps or run.steps():
+            params = run.restore(step).params
+            rows += step_rows(params, cfg, step, tuple(lengths), n_eval)
+    finally:
+        run.close()
+    return cfg, rows
+
+
+def write(rows: list[dict], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "dynamics.json").write_text(json.dumps(rows))
+    with open(out / "dynamics.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=["seed", "step", "metric", "value"])
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def series(rows: list[dict], metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, values [seeds, steps]) of one metric."""
+    sel = [r for r in rows if r["metric"] == metric]
+    steps = sorted({r["step"] for r in sel})
+    seeds = sorted({r["seed"] for r in sel})
+    grid = np.full((len(seeds), len(steps)), np.nan)
+    for r in sel:
+        grid[seeds.index(r["seed"]), steps.index(r["step"])] = r["value"]
+    return np.asarray(steps), grid
+
+
+def summary_table(rows: list[dict], metrics) -> str:
+    steps = sorted({r["step"] for r in rows})
+    show = [s for s in steps if s in (0, 1, 8, 64) or s == steps[-1] or s % 1000 == 0]
+    lines = [f"{'metric':28s}" + "".join(f"{'step ' + str(s):>13s}" for s in show)]
+    for metric in metrics:
+        st, grid = series(rows, metric)
+        cells = "".join(f"{np.nanmean(grid[:, list(st).index(s)]):>13.4f}" for s in show)
+        lines.append(f"{metric:28s}{cells}")
+    return "\n".join(lines)
+
