@@ -1,0 +1,81 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lgjax import analysis, checkpoints, dynamics, models
+from lgjax.cli import main
+from tests.conftest import tiny
+
+
+def test_carrier_fraction_hand_cases():
+    assert float(analysis.carrier_fraction(jnp.ones((5, 4)) * 3.0)) == pytest.approx(1.0)
+    zero_mean = jnp.array([[1.0, 2.0], [-1.0, -2.0]])
+    assert float(analysis.carrier_fraction(zero_mean)) == pytest.approx(0.0)
+    # N independent random directions: about 1/N
+    x = jax.random.normal(jax.random.key(0), (50, 4096))
+    assert float(analysis.carrier_fraction(x)) == pytest.approx(1 / 50, rel=0.1)
+
+
+def test_sv_energy_rank_one_and_identity():
+    u, v = jnp.arange(1.0, 5.0), jnp.array([1.0, -1.0, 0.5, 2.0])
+    assert float(analysis.sv_energy(jnp.outer(u, v))) == pytest.approx(1.0, abs=1e-5)
+    assert float(analysis.sv_energy(jnp.eye(4))) == pytest.approx(0.25)
+
+
+def test_margin_and_bound_on_constructed_profile():
+    phi = jnp.array([[0.0, 1.0, 3.0, 0.5, 2.0]])  # offsets -4..0; K = 2 -> phi(-2) = 3.0
+    mu = analysis.margin(phi, K=2)
+    assert float(mu[0]) == pytest.approx(1.0)  # 3.0 - 2.0
+    assert float(analysis.margin_bound(mu, 5)[0]) == pytest.approx(1 / (1 + 4 * np.exp(-1.0)))
+
+
+def test_decay_fit_recovers_a_line():
+    L = np.array([12, 16, 24, 48])
+    fit = analysis.decay_fit(L, 1.0 / (0.05 * (L - 1) + 1.0))
+    assert fit["alpha"] == pytest.approx(0.05) and fit["c"] == pytest.approx(1.0)
+    assert fit["r2"] == pytest.approx(1.0)
+
+
+def test_logit_profile_equals_mean_logit_over_content():
+    for enc in ("rope", "ape", "alibi"):
+        cfg = tiny(enc)
+        p = models.init_params(jax.random.key(0), cfg)
+        L, m = 6, cfg.task.vocab
+        prof = analysis.logit_profile(p, cfg.model, L)
+        # brute force: every (query token, key token) pair at every key position
+        logits = []
+        for u in range(m):
+            for v in range(m):
+                toks = jnp.full((L,), v).at[L - 1].set(u)
+                q, k, _ = models.project(p, toks, L, cfg.model)
+                lg = (k[:, 0] @ q[L - 1, 0]) / np.sqrt(cfg.model.d)
+                if enc == "alibi":
+                    lg = lg - (L - 1 - jnp.arange(L))
+                logits.append(lg)
+        want = np.mean(np.asarray(logits), 0)
+        # the last position holds the query token itself, so only keys t < L-1 are comparable
+        np.testing.assert_allclose(prof[0, :-1], want[:-1], atol=1e-4)
+
+
+def test_head_metrics_at_init_near_one_over_m():
+    cfg = tiny("rope", d=64)
+    cfg = cfg.__class__(cfg.task.__class__("fixed_offset", vocab=20, K=1), cfg.model, cfg.train)
+    p = models.init_params(jax.random.key(0), cfg)
+    hm = analysis.head_metrics(p, cfg.model, K=1, L=16)
+    assert 0.0 < float(hm["carrier_key"][0]) < 0.2
+    assert hm["carrier_profile"].shape == (1, 16)
+
+
+def test_dynamics_on_tiny_run(tmp_path, capsys):
+    cfg = tiny("ape", steps=4)
+    checkpoints.train_run(cfg, tmp_path / "run")
+    _, rows = dynamics.analyze(tmp_path / "run", lengths=(8, 12), n_eval=32)
+    steps, grid = dynamics.series(rows, "carrier_key/h0")
+    assert list(steps) == [0, 1, 2, 4] and grid.shape == (2, 4)
+    assert {"accuracy@12", "margin/h0@12", "ape_norm_beyond", "sv_energy/h0"} <= {
+        r["metric"] for r in rows}
+    assert main(["dynamics", str(tmp_path / "run"), "--lengths", "8,12",
+                 "--eval-sequences", "32"]) == 0
+    assert (tmp_path / "run" / "dynamics" / "dynamics.png").stat().st_size > 0
+    assert "carrier_key/h0" in capsys.readouterr().out
