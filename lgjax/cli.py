@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib
 import sys
 
 from lgjax.config import ConfigError
@@ -133,10 +135,49 @@ def _bench(args) -> None:
                out=args.out)
 
 
+def _floats(text: str) -> tuple[float, ...]:
+    return tuple(float(x) for x in text.split(",") if x)
+
+
+FIELD_TYPES = {"int": int, "float": float, "str": str, "tuple[int, ...]": _ints,
+               "tuple[int, int]": _ints, "tuple[float, ...]": _floats, "tuple[str, ...]": _strs}
+
+
+def _from_dataclass(name: str, module: str, config: str, help_text: str):
+    """Parser and dispatcher for an experiment whose flags are its config's fields."""
+
+    def config_cls():
+        return getattr(importlib.import_module(f"lgjax.experiments.{module}"), config)
+
+    def make_parser(sub) -> None:
+        p = sub.add_parser(name, help=help_text)
+        for f in dataclasses.fields(config_cls()):
+            flag = "--" + f.name.replace("_", "-")
+            if f.type == "bool":
+                p.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default)
+            else:
+                p.add_argument(flag, type=FIELD_TYPES[f.type], default=f.default)
+
+    def dispatch(args) -> None:
+        cls = config_cls()
+        importlib.import_module(f"lgjax.experiments.{module}").run(
+            cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)}))
+
+    return make_parser, dispatch
+
+
 COMMANDS = {"multiseed": (_multiseed_parser, _multiseed),
             "transformer": (_transformer_parser, _transformer),
             "dynamics": (_dynamics_parser, _dynamics),
-            "bench": (_bench_parser, _bench)}
+            "bench": (_bench_parser, _bench),
+            "prop1": _from_dataclass("prop1", "prop1", "Prop1Config",
+                                     "carrier fractions, carrier profile, decay law; K=1,2,3"),
+            "frequency": _from_dataclass("frequency", "frequency", "FrequencyConfig",
+                                         "rotary base sweep: kernel ratios, OOD accuracy"),
+            "shift": _from_dataclass("shift", "shift", "ShiftConfig",
+                                     "attention in relative vs absolute coordinates"),
+            "mechanics": _from_dataclass("mechanics", "mechanics", "MechanicsConfig",
+                                         "margin bound, dynamics, APE pin vs decay, sweeps")}
 
 
 def main(argv: list[str] | None = None) -> int:

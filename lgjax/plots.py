@@ -95,3 +95,61 @@ def dynamics_figure(rows: list[dict], metrics, stem: Path, title: str = "") -> N
     for ext in ("png", "pdf"):
         fig.savefig(f"{stem}.{ext}", dpi=110)
     plt.close(fig)
+
+
+def decay_figure(res: dict, Ks, lengths, stem: Path) -> None:
+    """1/a*(L) against L-1 per K (seeds as points) with each seed's least-squares line."""
+    fig, ax = plt.subplots(figsize=(5, 3.8))
+    x = np.asarray(lengths) - 1
+    for K in Ks:
+        r = res[f"K{K}"]
+        color = None
+        for s, peak in enumerate(np.asarray(r["peak_height"])):
+            fit = r["fits"][s]
+            pts = ax.plot(x, 1 / peak, "o", ms=3, color=color,
+                          label=f"K={K}" if s == 0 else None)[0]
+            color = pts.get_color()
+            ax.plot(x, fit["alpha"] * x + fit["c"], "-", lw=0.7, color=color)
+    ax.set_xlabel("L - 1")
+    ax.set_ylabel("1 / peak attention a*(L)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    for ext in ("png", "pdf"):
+        fig.savefig(f"{stem}.{ext}", dpi=130)
+    plt.close(fig)
+
+
+def shift_figure(res: dict, encodings, stem: Path) -> None:
+    """Rows: encodings; columns: mean attention vs offset t - n, and vs absolute position t."""
+    fig, axes = plt.subplots(len(encodings), 2, figsize=(9, 3.2 * len(encodings)), squeeze=False)
+    for row, enc in zip(axes, encodings):
+        for L, curve in zip(res["lengths"], res[enc]["curves"]):
+            curve = np.asarray(curve)
+            row[0].plot(np.arange(L) - (L - 1), curve, label=f"L={L}")
+            row[1].plot(np.arange(L), curve, label=f"L={L}")
+        row[0].set_title(f"{enc}: relative coordinates")
+        row[1].set_title(f"{enc}: absolute coordinates")
+        row[0].set_xlabel("offset t - n")
+        row[1].set_xlabel("key position t")
+        row[0].set_ylabel("mean attention")
+        row[0].legend(fontsize=7)
+    fig.tight_layout()
+    for ext in ("png", "pdf"):
+        fig.savefig(f"{stem}.{ext}", dpi=130)
+    plt.close(fig)
+
+
+def mechanics_dynamics_figure(series: dict, stem: Path) -> None:
+    """Carrier fractions, SV energy and accuracy over steps (mean and min-max over seeds)."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for metric, s in series.items():
+        steps = np.asarray(s["steps"])
+        ax.plot(steps, s["mean"], marker=".", label=metric)
+        ax.fill_between(steps, s["min"], s["max"], alpha=0.2)
+    ax.set_xscale("symlog", linthresh=1)
+    ax.set_xlabel("step")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    for ext in ("png", "pdf"):
+        fig.savefig(f"{stem}.{ext}", dpi=130)
+    plt.close(fig)

@@ -13,12 +13,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
-from tqdm import tqdm
-
-from lgjax import checkpoints, evaluate, models, plots, report
-from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig, validate
-from lgjax.devices import seed_mesh
+from lgjax import models, plots, report
+from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.experiments import common
 
 PAPER_SCALE = {"seeds": 8, "steps": 4000, "batch": 256, "n_eval": 4096}
 
@@ -55,42 +52,21 @@ class MultiseedConfig:
         return any(getattr(self, k) < v for k, v in PAPER_SCALE.items())
 
 
-def _head_metrics(ev: evaluate.LengthEval) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per seed x length: the peak head's height and offset (H = 1: the head itself)."""
-    head = np.argmax(ev.peak_height, axis=-1)[..., None]
-    pick = lambda a: np.take_along_axis(a, head, axis=-1)[..., 0]
-    return pick(ev.peak_height), pick(ev.selected_offset)
-
-
 def train_and_eval(cfg: MultiseedConfig, encoding: str) -> dict:
     rc = cfg.run_config(encoding)
     run_dir = Path(cfg.ckpt_root) / (cfg.run_name or f"multiseed-K{cfg.K}") / encoding
-    bar = tqdm(total=rc.train.steps, desc=f"{encoding} x{cfg.seeds} seeds",
-               disable=not cfg.progress, unit="step")
-
-    def progress(step, states, loss_S):
-        bar.update(step - bar.n)
-        if loss_S is not None:
-            bar.set_postfix(loss=f"{float(np.mean(loss_S)):.3f}")
-
-    t0 = time.perf_counter()
-    states = checkpoints.train_run(rc, run_dir, resume=cfg.resume, on_chunk=progress,
-                                   devices=cfg.devices or None)
-    bar.close()
-    t_train = time.perf_counter() - t0
-    ev = evaluate.evaluate(states.params, rc, cfg.eval_lengths, cfg.n_eval, cfg.devices or None)
-    peak, offset = _head_metrics(ev)
+    states, ev, times = common.train_eval(rc, run_dir, cfg.eval_lengths, cfg.n_eval,
+                                          resume=cfg.resume, progress=cfg.progress,
+                                          devices=cfg.devices, label=f"{encoding} x{cfg.seeds}")
+    peak, offset = common.peak_head(ev)
     return {"accuracy": ev.accuracy.tolist(), "peak_height": peak.tolist(),
             "selected_offset": offset.astype(int).tolist(),
             "mean_attention": ev.mean_attention.tolist(), "head_path": models.head_path(rc.model),
-            "run_dir": str(run_dir), "train_seconds": t_train,
-            "eval_seconds": time.perf_counter() - t0 - t_train}
+            "run_dir": str(run_dir), **times}
 
 
 def run(cfg: MultiseedConfig) -> dict:
-    for enc in cfg.encodings:  # every config error surfaces before anything compiles
-        validate(cfg.run_config(enc), cfg.eval_lengths)
-    seed_mesh(cfg.seeds, cfg.devices or None)
+    common.check_all([cfg.run_config(e) for e in cfg.encodings], cfg.eval_lengths, cfg.devices)
     t0 = time.perf_counter()
     results = {"experiment": "multiseed", "config": asdict(cfg), "reduced": cfg.reduced(),
                "K": cfg.K, "seeds": list(range(cfg.seeds)), "steps": cfg.steps,

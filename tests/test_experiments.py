@@ -1,0 +1,49 @@
+"""Tiny end-to-end runs of every experiment subcommand through the CLI."""
+
+import json
+
+import pytest
+
+from lgjax.cli import main
+
+TINY = ["--steps", "3", "--batch", "8", "--n-eval", "16", "--no-progress"]
+
+
+def _run(tmp_path, name, *extra):
+    out = tmp_path / name
+    assert main([name, *TINY, "--out", str(out), "--ckpt-root", str(tmp_path / "ck"),
+                 *extra]) == 0
+    return json.loads((out / "results.json").read_text())
+
+
+def test_prop1(tmp_path):
+    res = _run(tmp_path, "prop1", "--Ks", "1,2", "--seeds", "2", "--eval-lengths", "12,16,24")
+    assert res["reduced"] and len(res["K2"]["fits"]) == 2
+    assert 0 < res["K1"]["carrier_key_init"][0] < 1
+    assert (tmp_path / "prop1" / "prop1.png").exists()
+
+
+def test_frequency(tmp_path):
+    res = _run(tmp_path, "frequency", "--bases", "1000,100000", "--seeds", "1",
+               "--eval-lengths", "16,24")
+    assert res["1000"]["g1_over_g0"] < res["100000"]["g1_over_g0"] <= 1.0
+
+
+def test_shift(tmp_path):
+    res = _run(tmp_path, "shift", "--seeds", "2", "--lengths", "12,16")
+    assert len(res["rope"]["curves"]) == 2 and res["ape"]["spread_absolute"] >= 0
+    assert (tmp_path / "shift" / "shift.png").exists()
+
+
+@pytest.mark.parametrize("parts", ["ab", "cd"])
+def test_mechanics(tmp_path, parts, monkeypatch):
+    from lgjax.experiments import mechanics
+
+    monkeypatch.setattr(mechanics, "SWEEPS", {"tau": [{"temperature": 2.0}]})
+    res = _run(tmp_path, "mechanics", "--parts", parts, "--seeds", "2", "--ape-seeds", "1",
+               "--decays", "0,0.01", "--eval-lengths", "12,16,24", "--dyn-eval", "16")
+    if parts == "ab":
+        assert len(res["a"]["rows"]) == 3 and "carrier_key/h0" in res["b"]
+    else:
+        assert set(res["c"]["0.01"]["fixes"]) == {"interp", "clamp", "rescale"}
+        assert "tau-temperature2" in res["d"]
