@@ -186,8 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     for make_parser, _ in COMMANDS.values():
         make_parser(sub)
     args = parser.parse_args(argv)
-    from lgjax.runtime import enable_compile_cache
+    from lgjax.runtime import enable_compile_cache, maybe_initialize_distributed
 
+    maybe_initialize_distributed()
     enable_compile_cache()
     try:
         COMMANDS[args.command][1](args)

@@ -48,7 +48,19 @@ def shard_seeds(fn, mesh: Mesh | None, n_replicated: int = 0):
 
 
 def place(tree, mesh: Mesh | None):
-    """Put a seed-stacked tree on the mesh (seed axis split), or leave it where it is."""
+    """Put a seed-stacked tree on the mesh (seed axis split), or leave it where it is.
+
+    Built with make_array_from_callback from the full host value, which every process holds
+    (states derive from seed ids only), so the same call also serves a multi-host mesh.
+    """
     if mesh is None:
         return tree
-    return jax.device_put(tree, NamedSharding(mesh, P(AXIS)))
+    sharding = NamedSharding(mesh, P(AXIS))
+
+    def put(x):
+        if getattr(x, "sharding", None) == sharding:
+            return x
+        host = np.asarray(x)
+        return jax.make_array_from_callback(host.shape, sharding, lambda idx: host[idx])
+
+    return jax.tree.map(put, tree)

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lgjax.attention import attend
 from lgjax.config import ModelConfig
 from lgjax.encodings import ENCODINGS, d_head, logit_scale, np_offsets
 
@@ -36,8 +37,6 @@ def _value_table(params, z_ZxD, cfg):
 
 
 def _attend(logits_HxL, valid_L, cfg):
-    from lgjax.models import attend
-
     return attend(logits_HxL, valid_L[None, :], cfg)
 
 

@@ -18,11 +18,10 @@ import jax
 import jax.numpy as jnp
 
 from lgjax import fast, transformer
+from lgjax.attention import attend
 from lgjax.config import ModelConfig, RunConfig
 from lgjax.encodings import ENCODINGS, d_head, logit_scale, rotate
 from lgjax.tasks import TASKS
-
-NEG = -1e30
 
 
 def vocab_sizes(cfg: RunConfig) -> tuple[int, int]:
@@ -64,13 +63,6 @@ def project(params, tokens_L, length, cfg: ModelConfig):
     if enc.freqs is not None:
         q, k = rotate(q, pos, enc.freqs(cfg)), rotate(k, pos, enc.freqs(cfg))
     return q, k, v
-
-
-def attend(logits_HxQxK, valid_QxK, cfg: ModelConfig):
-    """Softmax over valid keys, or the raw (masked) logits for the linear control."""
-    if cfg.attention == "linear":
-        return jnp.where(valid_QxK, logits_HxQxK, 0.0)
-    return jax.nn.softmax(jnp.where(valid_QxK, logits_HxQxK, NEG), axis=-1)
 
 
 def general_apply(params, tokens_L, length, cfg: ModelConfig):

@@ -13,14 +13,9 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from lgjax.attention import attend
 from lgjax.config import ModelConfig
 from lgjax.encodings import ENCODINGS, d_head, logit_scale, rotate
-
-
-def attend(logits, valid, cfg: ModelConfig):
-    from lgjax.models import attend as head_attend
-
-    return head_attend(logits, valid, cfg)
 
 
 class Block(nn.Module):
