@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import jaxlib
 
-from lgjax import models, train, transformer
+from lgjax import models, tasks, train, transformer
 from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
 
 REPEATS = 3
@@ -51,6 +51,40 @@ def time_multiseed(encoding: str, seeds: int, steps: int, strategy: str) -> dict
     return {"encoding": encoding, "seeds": seeds, "strategy": strategy,
             "path": models.head_path(cfg.model), "compile_s": compile_s,
             "ms_per_seed_step": 1e3 * run_s / (steps * seeds)}
+
+
+def breakdown(encoding: str, reps: int = 300) -> dict:
+    """Where one seed-step's time goes: each piece jitted alone, best of 3 x `reps` calls."""
+    cfg = reference_config(encoding, 1)
+    t = cfg.train
+    apply = models.make_apply(cfg)
+    params = models.init_params(jax.random.key(0), cfg)
+    key = jax.random.key(1)
+    sample = jax.jit(lambda k: tasks.sample_batch(cfg.task, k, t.batch, t.lmin, t.lmax, t.lmax))
+    batch = sample(key)
+    loss = jax.jit(lambda p, b: train.loss_fn(p, b, apply))
+    grad = jax.jit(jax.grad(lambda p, b: train.loss_fn(p, b, apply)))
+    opt = train.make_optimizer(t)
+    opt_state = opt.init(params)
+    update = jax.jit(lambda g, s, p: opt.update(g, s, p))
+    grads = grad(params, batch)
+    noop = jax.jit(lambda k: k)
+
+    def per_call(fn, *args):
+        jax.block_until_ready(fn(*args))
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                out = fn(*args)
+            jax.block_until_ready(out)
+            best = min(best, (time.perf_counter() - t0) / reps)
+        return 1e3 * best
+
+    return {"dispatch (empty jit call)": per_call(noop, key),
+            "sample batch": per_call(sample, key), "loss forward": per_call(loss, params, batch),
+            "loss gradient": per_call(grad, params, batch),
+            "Adam update": per_call(update, grads, opt_state, params)}
 
 
 def time_sequential(encoding: str, seeds: int, steps: int) -> dict:
@@ -165,6 +199,10 @@ def main(steps: int = 200, torch: bool = True, table1: bool = True,
             ratios["torch/multiseed(auto) S=8"] = get(1, "torch-eager") / auto[8]
         summary[f"{enc}_ratios"] = ratios
         print(f"{enc}: " + ", ".join(f"{k} = {v:.2f}x" for k, v in ratios.items()))
+    summary["breakdown_ms"] = {enc: breakdown(enc) for enc in ("rope", "ape")}
+    for enc, parts in summary["breakdown_ms"].items():
+        print(f"{enc} one seed-step, pieces timed alone (ms, each includes one dispatch): "
+              + ", ".join(f"{k} {v:.3f}" for k, v in parts.items()))
     summary["matmul_gflops"] = matmul_peak()
     print("fp32 matmul GFLOP/s: " + ", ".join(f"n={n}: {g:.1f}"
                                              for n, g in summary["matmul_gflops"].items()))
