@@ -189,6 +189,12 @@ def zero_kernel(params, q_pos, k_pos, cfg):
     return jnp.zeros((*shape, cfg.heads), jnp.float32)
 
 
+def _validate_t5(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
+    require(m.t5_buckets >= 2, "model.t5_buckets", "need at least 2 buckets")
+    require(m.t5_max_distance > m.t5_buckets // 2, "model.t5_max_distance",
+            f"must exceed t5_buckets/2 = {m.t5_buckets // 2} (where the log buckets start)")
+
+
 def _validate_positive(field_name, get):
     def check(m, t, n):
         require(get(m) > 0, field_name, "must be > 0")
@@ -204,7 +210,7 @@ ENCODINGS: dict[str, Encoding] = {
     "rope": Encoding("rotary", freqs=rope_freqs, kernel=rope_kernel, validate=_validate_rope),
     "alibi": Encoding("bias", bias=alibi_bias, kernel=bias_kernel(alibi_bias)),
     "t5": Encoding("bias", init=t5_init, bias=t5_bias, kernel=bias_kernel(t5_bias),
-                   validate=_validate_positive("model.t5_buckets", lambda m: m.t5_buckets)),
+                   validate=_validate_t5),
     "relclip": Encoding("bias", init=clip_init, bias=clip_bias, kernel=bias_kernel(clip_bias),
                         validate=_validate_positive("model.rel_clip", lambda m: m.rel_clip)),
     "nope": Encoding("none", kernel=zero_kernel),
