@@ -54,12 +54,25 @@ def run(cfg: ShiftConfig) -> dict:
         mean = np.asarray(ev.mean_attention)[:, :, 0].mean(0)  # seeds averaged, head 0
         curves = [mean[j, :L] for j, L in enumerate(cfg.lengths)]
         res[enc] = {"curves": curves, "spread_relative": spread(curves, "relative"),
-                    "spread_absolute": spread(curves, "absolute"), **times}
+                    "spread_absolute": spread(curves, "absolute"),
+                    "argmax_relative": [int(np.argmax(c)) - (len(c) - 1) for c in curves],
+                    "argmax_absolute": [int(np.argmax(c)) for c in curves], **times}
     res["wall_seconds"] = time.perf_counter() - t0
     out = Path(cfg.out)
     common.write_json(res, out)
     plots.shift_figure(res, cfg.encodings, out / "shift")
-    print(f"{'encoding':10s}{'max gap, relative coords':>28s}{'max gap, absolute coords':>28s}")
-    for enc in cfg.encodings:
-        print(f"{enc:10s}{res[enc]['spread_relative']:>28.3f}{res[enc]['spread_absolute']:>28.3f}")
+    print(table(res, cfg.encodings))
     return res
+
+
+def table(res: dict, encodings) -> str:
+    """Where each length's mean attention peaks, in both coordinates, and the largest gap
+    between the length-curves over the positions they share."""
+    lines = [f"lengths {res['lengths']} (mean attention averaged over seeds)",
+             f"{'encoding':9s}{'peak offset t-n by length':>28s}{'peak position t by length':>28s}"
+             f"{'max gap rel':>13s}{'max gap abs':>13s}"]
+    for enc in encodings:
+        r = res[enc]
+        lines.append(f"{enc:9s}{str(r['argmax_relative']):>28s}{str(r['argmax_absolute']):>28s}"
+                     f"{r['spread_relative']:>13.3f}{r['spread_absolute']:>13.3f}")
+    return "\n".join(lines)
