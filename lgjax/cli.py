@@ -176,6 +176,10 @@ COMMANDS = {"multiseed": (_multiseed_parser, _multiseed),
                                          "rotary base sweep: kernel ratios, OOD accuracy"),
             "shift": _from_dataclass("shift", "shift", "ShiftConfig",
                                      "attention in relative vs absolute coordinates"),
+            "linear": _from_dataclass("linear", "linear", "LinearConfig",
+                                      "linear-attention control vs the softmax head"),
+            "variants": _from_dataclass("variants", "variants", "VariantsConfig",
+                                        "ALiBi/T5/RoPE, content-conditioned, carrier peaks, heads"),
             "mechanics": _from_dataclass("mechanics", "mechanics", "MechanicsConfig",
                                          "margin bound, dynamics, APE pin vs decay, sweeps")}
 

@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from lgjax.cli import main
@@ -47,3 +48,17 @@ def test_mechanics(tmp_path, parts, monkeypatch):
     else:
         assert set(res["c"]["0.01"]["fixes"]) == {"interp", "clamp", "rescale"}
         assert "tau-temperature2" in res["d"]
+
+
+def test_linear(tmp_path):
+    res = _run(tmp_path, "linear", "--seeds", "2", "--eval-lengths", "12,16")
+    assert set(res) >= {"softmax", "linear"} and len(res["linear"]["carrier_key"]) == 2
+
+
+def test_variants(tmp_path):
+    res = _run(tmp_path, "variants", "--seeds", "1", "--eval-lengths", "12,16",
+               "--schemes", "alibi", "--scheme-Ks", "2", "--carrier-Ks", "2",
+               "--head-counts", "4", "--mode-heads", "2")
+    assert np.asarray(res["b-two_offset-H2"]["mode_profile_peaks"]).shape == (1, 2, 2)
+    assert np.asarray(res["d-rope-H4"]["sv_energy_per_head"]).shape == (1, 4)
+    assert "a-alibi-K2" in res and "c-rope-K2" in res
