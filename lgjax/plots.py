@@ -10,6 +10,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+
+def save(fig, stem: Path, dpi: int = 130) -> None:
+    """Write stem.png and stem.pdf and release the figure."""
+    for ext in ("png", "pdf"):
+        fig.savefig(f"{stem}.{ext}", dpi=dpi)
+    plt.close(fig)
+
+
 PANELS = (("accuracy", "accuracy"), ("peak_height", "peak attention height"),
           ("selected_offset", "selected offset"))
 
@@ -37,9 +45,7 @@ def multiseed_figure(results: dict, encodings, stem: Path) -> None:
     axes[0].legend(fontsize=8)
     fig.suptitle(f"K = {results['K']}, {len(results['seeds'])} seeds (mean +- std, thin: seeds)")
     fig.tight_layout()
-    for ext in ("png", "pdf"):
-        fig.savefig(f"{stem}.{ext}", dpi=130)
-    plt.close(fig)
+    save(fig, stem)
 
 
 def transformer_figure(results: dict, encodings, stem: Path) -> None:
@@ -68,9 +74,7 @@ def transformer_figure(results: dict, encodings, stem: Path) -> None:
         ax.set_title(f"{enc}: shift head (layer {layer}, head {head})")
         ax.legend(fontsize=8)
     fig.tight_layout()
-    for ext in ("png", "pdf"):
-        fig.savefig(f"{stem}.{ext}", dpi=130)
-    plt.close(fig)
+    save(fig, stem)
 
 
 def dynamics_figure(rows: list[dict], metrics, stem: Path, title: str = "") -> None:
@@ -92,9 +96,7 @@ def dynamics_figure(rows: list[dict], metrics, stem: Path, title: str = "") -> N
         ax.axis("off")
     fig.suptitle(title)
     fig.tight_layout()
-    for ext in ("png", "pdf"):
-        fig.savefig(f"{stem}.{ext}", dpi=110)
-    plt.close(fig)
+    save(fig, stem, dpi=110)
 
 
 def decay_figure(res: dict, Ks, lengths, stem: Path) -> None:
@@ -114,9 +116,7 @@ def decay_figure(res: dict, Ks, lengths, stem: Path) -> None:
     ax.set_ylabel("1 / peak attention a*(L)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    for ext in ("png", "pdf"):
-        fig.savefig(f"{stem}.{ext}", dpi=130)
-    plt.close(fig)
+    save(fig, stem)
 
 
 def shift_figure(res: dict, encodings, stem: Path) -> None:
@@ -134,9 +134,7 @@ def shift_figure(res: dict, encodings, stem: Path) -> None:
         row[0].set_ylabel("mean attention")
         row[0].legend(fontsize=7)
     fig.tight_layout()
-    for ext in ("png", "pdf"):
-        fig.savefig(f"{stem}.{ext}", dpi=130)
-    plt.close(fig)
+    save(fig, stem)
 
 
 def mechanics_dynamics_figure(series: dict, stem: Path) -> None:
@@ -150,6 +148,4 @@ def mechanics_dynamics_figure(series: dict, stem: Path) -> None:
     ax.set_xlabel("step")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    for ext in ("png", "pdf"):
-        fig.savefig(f"{stem}.{ext}", dpi=130)
-    plt.close(fig)
+    save(fig, stem)

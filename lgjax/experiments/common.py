@@ -68,6 +68,15 @@ def _jsonable(x):
     raise TypeError(type(x))
 
 
+SPEC_SCALE = {"seeds": 5, "steps": 4000, "batch": 256, "n_eval": 4096}  # validation studies
+
+
+def is_reduced(cfg, **scale) -> bool:
+    """True when any of the config's scale fields is below the spec's (SPEC_SCALE, overridden)."""
+    want = {**SPEC_SCALE, **scale}
+    return any(getattr(cfg, k) < v for k, v in want.items() if hasattr(cfg, k))
+
+
 def mean_sd(a) -> str:
     a = np.asarray(a, float)
     return f"{a.mean():.3f}+-{a.std():.3f}"

@@ -52,7 +52,7 @@ def run(cfg: FrequencyConfig) -> dict:
     common.check_all([cfg.run_config(b) for b in cfg.bases], cfg.eval_lengths)
     t0 = time.perf_counter()
     res = {"experiment": "frequency", "config": asdict(cfg), "lengths": list(cfg.eval_lengths),
-           "reduced": cfg.seeds < 5 or cfg.steps < 4000 or cfg.batch < 256 or cfg.n_eval < 4096}
+           "reduced": common.is_reduced(cfg)}
     for base in cfg.bases:
         rc = cfg.run_config(base)
         _, ev, times = common.train_eval(rc, Path(cfg.ckpt_root) / "frequency" / f"base{base:g}",

@@ -45,7 +45,7 @@ def run(cfg: LinearConfig) -> dict:
     common.check_all([cfg.run_config(a) for a in cfg.attentions], cfg.eval_lengths)
     t0 = time.perf_counter()
     res = {"experiment": "linear", "config": asdict(cfg), "lengths": list(cfg.eval_lengths),
-           "reduced": cfg.seeds < 5 or cfg.steps < 4000 or cfg.batch < 256 or cfg.n_eval < 4096}
+           "reduced": common.is_reduced(cfg)}
     for att in cfg.attentions:
         rc = cfg.run_config(att)
         states, ev, times = common.train_eval(rc, Path(cfg.ckpt_root) / "linear" / att,

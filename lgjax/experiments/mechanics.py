@@ -140,8 +140,7 @@ def run(cfg: MechanicsConfig) -> dict:
     t0 = time.perf_counter()
     root = Path(cfg.ckpt_root) / "mechanics"
     res = {"experiment": "mechanics", "config": asdict(cfg),
-           "reduced": cfg.seeds < 5 or cfg.ape_seeds < 3 or cfg.steps < 4000 or cfg.batch < 256
-           or cfg.n_eval < 4096}
+           "reduced": common.is_reduced(cfg, ape_seeds=3)}
     if "a" in cfg.parts:
         res["a"] = part_a(cfg, root / f"rope-K{cfg.K}")
     if "b" in cfg.parts:

@@ -49,7 +49,7 @@ class MultiseedConfig:
                               seeds=tuple(range(self.seeds))))
 
     def reduced(self) -> bool:
-        return any(getattr(self, k) < v for k, v in PAPER_SCALE.items())
+        return common.is_reduced(self, **PAPER_SCALE)
 
 
 def train_and_eval(cfg: MultiseedConfig, encoding: str) -> dict:

@@ -50,7 +50,7 @@ def run(cfg: Prop1Config) -> dict:
     common.check_all([cfg.run_config(K) for K in cfg.Ks], cfg.eval_lengths)
     t0 = time.perf_counter()
     res = {"experiment": "prop1", "config": asdict(cfg), "inverse_d": 1 / 64,
-           "reduced": cfg.seeds < 5 or cfg.steps < 4000 or cfg.batch < 256 or cfg.n_eval < 4096}
+           "reduced": common.is_reduced(cfg)}
     for K in cfg.Ks:
         rc = cfg.run_config(K)
         states, ev, times = common.train_eval(rc, Path(cfg.ckpt_root) / "prop1" / f"K{K}",

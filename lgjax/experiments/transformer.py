@@ -23,6 +23,7 @@ from tqdm import tqdm
 from lgjax import checkpoints, plots, tasks, transformer
 from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig, validate
 from lgjax.devices import seed_mesh
+from lgjax.experiments import common
 from lgjax.train import EVAL, stream
 
 PAPER_SCALE = {"steps": 8000, "batch": 256}
@@ -61,7 +62,7 @@ class TransformerConfig:
                         seeds=tuple(range(self.seeds))))
 
     def reduced(self) -> bool:
-        return any(getattr(self, k) < v for k, v in PAPER_SCALE.items())
+        return common.is_reduced(self, seeds=1, n_eval=0, **PAPER_SCALE)
 
 
 def offset_profile(mean_att_QxK: np.ndarray, K: int) -> np.ndarray:

@@ -95,7 +95,7 @@ def run(cfg: VariantsConfig) -> dict:
     common.check_all(list(runs.values()), cfg.eval_lengths)
     t0 = time.perf_counter()
     res = {"experiment": "variants", "config": asdict(cfg), "lengths": list(cfg.eval_lengths),
-           "reduced": cfg.seeds < 5 or cfg.steps < 4000 or cfg.batch < 256 or cfg.n_eval < 4096}
+           "reduced": common.is_reduced(cfg)}
     for name, rc in runs.items():
         lengths = (12, 16) if rc.task.name == "two_offset" else cfg.eval_lengths
         states, ev, times = common.train_eval(rc, Path(cfg.ckpt_root) / "variants" / name,
