@@ -120,7 +120,8 @@ def table(res: dict, runs: dict) -> str:
             line += (f"  carrier peaks mode K0: {sorted(set(peaks[:, 0].ravel().tolist()))}"
                      f" mode K1: {sorted(set(peaks[:, 1].ravel().tolist()))}")
         elif name.startswith("c-"):
-            line += f"  carrier argmax {sorted(set(np.asarray(r['carrier_argmax']).ravel()))}"
+            argmax = sorted(set(np.asarray(r["carrier_argmax"]).ravel().tolist()))
+            line += f"  carrier argmax {argmax}"
         if name.startswith("d-"):
             sv = np.asarray(r["sv_energy_per_head"]).mean(0)
             ph = np.asarray(r["peak_height_per_head"]).mean(0)  # [lengths, H]
