@@ -7,10 +7,12 @@ import pytest
 
 from lgjax.cli import main
 
-TINY = ["--steps", "3", "--batch", "8", "--n-eval", "16", "--no-progress"]
+TINY = ["--steps", "3", "--batch", "8", "--no-progress"]
 
 
 def _run(tmp_path, name, *extra):
+    if name != "maxmargin":
+        extra = ("--n-eval", "16", *extra)
     out = tmp_path / name
     assert main([name, *TINY, "--out", str(out), "--ckpt-root", str(tmp_path / "ck"),
                  *extra]) == 0
@@ -62,3 +64,11 @@ def test_variants(tmp_path):
     assert np.asarray(res["b-two_offset-H2"]["mode_profile_peaks"]).shape == (1, 2, 2)
     assert np.asarray(res["d-rope-H4"]["sv_energy_per_head"]).shape == (1, 4)
     assert "a-alibi-K2" in res and "c-rope-K2" in res
+
+
+def test_maxmargin(tmp_path):
+    res = _run(tmp_path, "maxmargin", "--seeds", "2", "--n-seqs", "8", "--analyze-steps", "0,3",
+               "--decays", "0.01", "--iters", "200")
+    for enc in ("rope", "ape"):
+        assert -1 <= res[enc]["trajectory"]["3"]["cos"][0] <= 1
+        assert len(res[enc]["weight_decay"]["0.01"]["cos"]) == 2
