@@ -47,6 +47,13 @@ class MaxMarginConfig:
                                      decay_params=("wq", "wk"), seeds=tuple(range(self.seeds))))
 
 
+def active_constraints(batch: tasks.Batch, K: int) -> np.ndarray:
+    """Indices (static) of the real constraints: keys t <= n other than the target."""
+    lengths = np.asarray(batch.length)[:, None]
+    t = np.arange(batch.tokens.shape[1])[None, :]
+    return np.flatnonzero((t <= lengths - 1) & (t != lengths - 1 - K))
+
+
 def compare(params, rc: RunConfig, batch: tasks.Batch, iters: int) -> dict:
     """One seed: solve the selector in this checkpoint's feature space and compare."""
     enc, m = ENCODINGS[rc.model.encoding], rc.model
@@ -57,6 +64,8 @@ def compare(params, rc: RunConfig, batch: tasks.Batch, iters: int) -> dict:
         return x + enc.table(params, jnp.arange(L), length, m) if enc.table is not None else x
 
     c = maxmargin.constraints(features, batch.tokens, batch.length, rc.task.K)
+    keep = active_constraints(batch, rc.task.K)  # drop padding rows: G shrinks to ~half
+    c = maxmargin.Constraints(*(x[keep] for x in c))
     if enc.freqs is not None:
         freqs = jnp.asarray(rope_freqs(m))
         sol = maxmargin.solve(maxmargin.gram_rotary(c, freqs, L), c.valid_A, iters)
