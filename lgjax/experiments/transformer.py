@@ -121,8 +121,9 @@ def run(cfg: TransformerConfig) -> dict:
     results = {"experiment": "transformer", "config": asdict(cfg), "reduced": cfg.reduced(),
                "lengths": list(cfg.eval_lengths), "train_lengths": list(cfg.train_lengths),
                "K": cfg.K, "seeds": list(range(cfg.seeds)), "chance": 1.0 / cfg.vocab,
-               "expected_ape_accuracy": {L: (cfg.train_lengths[1] - cfg.K) / (L - cfg.K)
-                                         for L in cfg.eval_lengths}}
+               "expected_ape_accuracy": {  # in-range fraction of scored rows
+                   L: min(1.0, (cfg.train_lengths[1] - cfg.K) / (L - cfg.K))
+                   for L in cfg.eval_lengths}}
     for enc in cfg.encodings:
         rc = cfg.run_config(enc)
         run_dir = Path(cfg.ckpt_root) / (cfg.run_name or f"transformer-K{cfg.K}") / enc
