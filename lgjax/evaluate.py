@@ -16,7 +16,7 @@ import numpy as np
 from lgjax import models, tasks
 from lgjax.config import RunConfig
 from lgjax.devices import place, seed_mesh, shard_seeds
-from lgjax.train import EVAL, over_seeds, stream
+from lgjax.train import EVAL, stream
 
 
 class LengthEval(NamedTuple):
@@ -51,7 +51,8 @@ def evaluate(params_S, cfg: RunConfig, lengths, n_seqs: int = 4096,
     # lax.map: evaluation batches are large, so one seed at a time measured faster than vmap
     # (and holds 1/S of the activations)
     mesh = seed_mesh(len(cfg.train.seeds), devices)
-    run = jax.jit(shard_seeds(over_seeds(one, "map"), mesh))
+    one_per_seed = lambda *args: jax.lax.map(lambda a: one(*a), args)
+    run = jax.jit(shard_seeds(one_per_seed, mesh))
     n_S = len(cfg.train.seeds)
     params_S = place(params_S, mesh)
     out = [run(params_S, keys_S, jnp.full((n_S,), L, jnp.int32)) for L in lengths]

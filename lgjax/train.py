@@ -91,13 +91,6 @@ def make_seed_step(cfg: RunConfig, path: str | None = None) -> Callable:
     return step
 
 
-def over_seeds(fn: Callable, strategy: str) -> Callable:
-    """Lift a one-seed function to the leading seed axis, inside one program."""
-    if strategy == "vmap":
-        return jax.vmap(fn)
-    return lambda *args: jax.lax.map(lambda a: fn(*a), args)
-
-
 SEED_BLOCK = 8  # seeds vmapped together by the "blocks" strategy
 
 
