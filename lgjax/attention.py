@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 
 from lgjax.config import ModelConfig
+from lgjax.encodings import ENCODINGS, logit_scale
 
 NEG = -1e30  # masked logit: exp underflows to exactly 0, unlike -inf it never makes NaN
 
@@ -15,3 +16,18 @@ def attend(logits, valid, cfg: ModelConfig):
     if cfg.attention == "linear":
         return jnp.where(valid, logits, 0.0)
     return jax.nn.softmax(jnp.where(valid, logits, NEG), axis=-1)
+
+
+def causal_attention(q_LxHxD, k_LxHxD, v_LxHxD, length, enc_params, cfg: ModelConfig):
+    """Every row attends to keys t <= row (and t < length); q and k come already rotated (for
+    rotary encodings), a bias encoding adds its logit bias by distance here.
+    Returns (output [L, H, dh], attention [H, L, L])."""
+    enc = ENCODINGS[cfg.encoding]
+    pos = jnp.arange(q_LxHxD.shape[0])
+    logits_HxLxL = jnp.einsum("qhd,khd->hqk", q_LxHxD, k_LxHxD) * logit_scale(cfg)
+    if enc.bias is not None:
+        dist_LxL = pos[:, None] - pos[None, :]
+        logits_HxLxL = logits_HxLxL + jnp.moveaxis(enc.bias(enc_params, dist_LxL, cfg), -1, 0)
+    valid_LxL = (pos[None, :] <= pos[:, None]) & (pos[None, :] < length)
+    att_HxLxL = attend(logits_HxLxL, valid_LxL, cfg)
+    return jnp.einsum("hqk,khd->qhd", att_HxLxL, v_LxHxD), att_HxLxL

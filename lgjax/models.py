@@ -18,9 +18,9 @@ import jax
 import jax.numpy as jnp
 
 from lgjax import fast, transformer
-from lgjax.attention import attend
+from lgjax.attention import causal_attention
 from lgjax.config import ModelConfig, RunConfig
-from lgjax.encodings import ENCODINGS, d_head, logit_scale, rotate
+from lgjax.encodings import ENCODINGS, d_head, rotate
 from lgjax.tasks import TASKS
 
 
@@ -67,18 +67,10 @@ def project(params, tokens_L, length, cfg: ModelConfig):
 
 def general_apply(params, tokens_L, length, cfg: ModelConfig):
     """Reference formulation: project every position, then attend (any query rows)."""
-    enc = ENCODINGS[cfg.encoding]
     L = tokens_L.shape[0]
-    pos = jnp.arange(L)
-    q, k, v = project(params, tokens_L, length, cfg)
-    logits_HxLxL = jnp.einsum("qhd,khd->hqk", q, k) * logit_scale(cfg)
-    if enc.bias is not None:
-        dist_LxL = pos[:, None] - pos[None, :]
-        logits_HxLxL = logits_HxLxL + jnp.moveaxis(enc.bias(params, dist_LxL, cfg), -1, 0)
-    valid_LxL = (pos[None, :] <= pos[:, None]) & (pos[None, :] < length)
-    att_HxLxL = attend(logits_HxLxL, valid_LxL, cfg)
-    out_LxD = jnp.einsum("hqk,khd->qhd", att_HxLxL, v).reshape(L, cfg.d)
-    logits_LxM = out_LxD @ params["readout"].T
+    o_LxHxD, att_HxLxL = causal_attention(*project(params, tokens_L, length, cfg), length,
+                                          params, cfg)
+    logits_LxM = o_LxHxD.reshape(L, cfg.d) @ params["readout"].T
     if cfg.query == "last":
         return logits_LxM[length - 1], att_HxLxL[:, length - 1, :]
     return logits_LxM, att_HxLxL

@@ -13,9 +13,9 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from lgjax.attention import attend
+from lgjax.attention import causal_attention
 from lgjax.config import ModelConfig
-from lgjax.encodings import ENCODINGS, d_head, logit_scale, rotate
+from lgjax.encodings import ENCODINGS, d_head, rotate
 
 
 class Block(nn.Module):
@@ -24,22 +24,15 @@ class Block(nn.Module):
     @nn.compact
     def __call__(self, x_LxD, length, enc_params):
         cfg, enc = self.cfg, ENCODINGS[self.cfg.encoding]
-        L = x_LxD.shape[0]
-        pos = jnp.arange(L)
         h = nn.LayerNorm()(x_LxD)
         proj = lambda name: nn.DenseGeneral((cfg.heads, d_head(cfg)), use_bias=False,
                                             name=name)(h)
         q, k, v = proj("query"), proj("key"), proj("value")
         self.sow("intermediates", "keys", k)  # keys before rotation, for carrier fractions
-        if enc.freqs is not None:
+        if enc.freqs is not None:  # rotary: rotate q and k by position before attending
+            pos = jnp.arange(x_LxD.shape[0])
             q, k = rotate(q, pos, enc.freqs(cfg)), rotate(k, pos, enc.freqs(cfg))
-        logits_HxLxL = jnp.einsum("qhd,khd->hqk", q, k) * logit_scale(cfg)
-        if enc.bias is not None:
-            dist = pos[:, None] - pos[None, :]
-            logits_HxLxL = logits_HxLxL + jnp.moveaxis(enc.bias(enc_params, dist, cfg), -1, 0)
-        valid = (pos[None, :] <= pos[:, None]) & (pos[None, :] < length)
-        att_HxLxL = attend(logits_HxLxL, valid, cfg)
-        o_LxHxD = jnp.einsum("hqk,khd->qhd", att_HxLxL, v)
+        o_LxHxD, att_HxLxL = causal_attention(q, k, v, length, enc_params, cfg)
         x_LxD = x_LxD + nn.DenseGeneral(cfg.d, axis=(-2, -1), use_bias=False, name="out")(o_LxHxD)
         h = nn.LayerNorm()(x_LxD)
         h = nn.Dense(cfg.d, name="mlp_out")(nn.gelu(nn.Dense(4 * cfg.d, name="mlp_in")(h)))
