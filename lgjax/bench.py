@@ -131,7 +131,7 @@ def matmul_peak() -> dict:
 
 def time_transformer(steps: int = 10) -> dict:
     """The spec's transformer step: 2 layers, 4 heads, d = 192, MLP 4d, batch 256, length 16."""
-    cfg = RunConfig(TaskConfig("shift", K=3),
+    cfg = RunConfig(TaskConfig("shift", offset=3),
                     ModelConfig(encoding="rope", arch="transformer", layers=2, heads=4, d=192,
                                 query="all"),
                     TrainConfig(batch=256, lr=3e-4, lmin=16, lmax=16, seeds=(0,)))

@@ -18,8 +18,9 @@ class ConfigError(ValueError):
 class TaskConfig:
     name: str = "fixed_offset"  # key in lgjax.tasks.TASKS
     vocab: int = 20  # m: number of content tokens (uniform i.i.d.)
-    K: int = 1  # target offset (fixed_offset/shift/skip), K0 of two_offset, slot k of pos
-    K1: int = 3  # second offset of two_offset (picked by the second mode token)
+    offset: int = 1  # fixed_offset, shift, skip: row i reads i - offset; two_offset: 1st mode
+    offset2: int = 3  # two_offset: the offset the second mode token picks
+    slot: int = 2  # pos: every row i > slot reads the absolute position `slot`
 
 
 @dataclass(frozen=True)

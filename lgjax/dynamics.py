@@ -22,7 +22,7 @@ from lgjax.encodings import ENCODINGS
 
 def static_metrics(params, cfg: RunConfig, lengths: tuple[int, ...]) -> dict:
     """Metrics that need no data: per head, and per length for the margin."""
-    K, m = cfg.task.K, cfg.model
+    K, m = cfg.task.offset, cfg.model
     out = {k: v for k, v in analysis.head_metrics(params, m, K, max(lengths)).items()
            if k != "carrier_profile"}
     for L in lengths:
@@ -55,7 +55,7 @@ def step_rows(params_S, cfg: RunConfig, step: int, lengths, n_eval: int) -> list
     static = jax.jit(jax.vmap(lambda p: static_metrics(p, cfg, tuple(lengths))))(params_S)
     ev = evaluate.evaluate(params_S, cfg, lengths, n_eval)
     metrics = dict(static)
-    K = cfg.task.K
+    K = cfg.task.offset
     for j, L in enumerate(lengths):
         metrics[f"accuracy@{L}"] = ev.accuracy[:, j]
         metrics[f"selected_offset@{L}"] = ev.selected_offset[:, j]

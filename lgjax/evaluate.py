@@ -16,7 +16,7 @@ import numpy as np
 from lgjax import models, tasks
 from lgjax.config import RunConfig
 from lgjax.devices import place, seed_mesh, shard_seeds
-from lgjax.train import EVAL, stream
+from lgjax.keys import EVAL, seed_keys, stream
 
 
 class LengthEval(NamedTuple):
@@ -45,7 +45,7 @@ def evaluate(params_S, cfg: RunConfig, lengths, n_seqs: int = 4096,
     lengths = tuple(int(x) for x in lengths)
     Lpad = max(lengths)
     apply = models.make_apply(cfg)
-    keys_S = jnp.stack([jax.random.key_data(jax.random.key(s)) for s in cfg.train.seeds])
+    keys_S = seed_keys(cfg.train.seeds)
     one = lambda params, key_data, length: eval_one_length(params, key_data, length, cfg,
                                                             n_seqs, Lpad, apply)
     # lax.map: evaluation batches are large, so one seed at a time measured faster than vmap

@@ -1,10 +1,15 @@
-"""Task registry: pure samplers `key, length -> Example` with static shapes.
+"""Task registry: a task is a target rule plus a sampler with static shapes.
 
-Every task is written for one sequence padded to a static length `Lpad`; positions >= `length`
-are padding (token 0, never attended, never scored). A batch adds a leading axis with vmap.
-Tasks that score only the last position ("last") have scalar targets; the others ("all") have a
-target per row and a mask of scored rows. Every label is `tokens[t(i)]` for the task's target
-position t(i), so labels are correct by construction.
+A positional task is its rule `t(i)`: the key position row i of a length-L sequence must read
+(-1: the row is not scored). `Task.targets(length, cfg)` gives it as an int array for the
+training-free scores; the sampler builds every label as `tokens[t(i)]` from the same rule, so
+labels are correct by construction and the two cannot disagree. Content-dependent tasks
+(two_offset, induction) have no positional rule (`rule=None`) and a sampler of their own.
+
+Every sequence is padded to a static length `Lpad`; positions >= `length` are padding (token 0,
+never attended, never scored). Tasks that score only the last position ("last") have scalar
+targets; the others ("all") a target per row and a mask of scored rows. A batch adds a leading
+axis with vmap.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from lgjax.config import TaskConfig, require
 
@@ -28,21 +34,45 @@ class Example(NamedTuple):
 
 Batch = Example  # the same fields with a leading batch axis (and a seed axis in the trainer)
 
+Rule = Callable  # (pos int[...], length, TaskConfig) -> key position per row, -1 = not scored
+
 
 @dataclass(frozen=True)
 class Task:
-    sample: Callable[[jax.Array, jax.Array, int, TaskConfig], Example]
-    rows: str  # "last" or "all"
-    min_length: Callable[[TaskConfig], int]  # shortest length where every scored row has a target
+    rows: str  # "last": only the query n = L-1 is scored; "all": every row with a target
+    min_length: Callable[[TaskConfig], int]  # shortest length with a scored row
+    rule: Rule | None = None  # positional target rule; None: the target depends on content
+    sample_content: Callable | None = None  # sampler of a content-dependent task
+    params: tuple[str, ...] = ()  # the TaskConfig fields this task reads (besides vocab)
     input_vocab: Callable[[TaskConfig], int] = lambda c: c.vocab
     num_classes: Callable[[TaskConfig], int] = lambda c: c.vocab
 
+    def targets(self, length: int, cfg: TaskConfig) -> np.ndarray:
+        """int[length]: the key position each row must read, -1 where no row is scored."""
+        if self.rule is None:
+            return np.full(length, -1, np.int64)
+        pos = np.arange(length)
+        t = np.broadcast_to(np.asarray(self.rule(pos, length, cfg)), (length,))
+        return np.where((t >= 0) & (t <= pos), t, -1)
+
+    def sample(self, key, length, Lpad: int, cfg: TaskConfig) -> Example:
+        if self.rule is None:
+            return self.sample_content(key, length, Lpad, cfg)
+        tokens, pos = _content(key, length, Lpad, cfg.vocab)
+        if self.rows == "last":
+            return Example(tokens, length, tokens[self.rule(length - 1, length, cfg)],
+                           jnp.array(True))
+        targets, mask = _rows(tokens, length, self.rule(pos, length, cfg))
+        return Example(tokens, length, targets, mask)
+
     def validate(self, cfg: TaskConfig, lmin: int, lmax: int) -> None:
+        for name in self.params:
+            require(getattr(cfg, name) >= 0, f"task.{name}", "offsets and slots must be >= 0")
         need = self.min_length(cfg)
-        require(cfg.K >= 0, "task.K", "offsets and slots must be >= 0")
-        require(lmin >= need, "task.K/train.lmin", f"task {cfg.name!r} with K={cfg.K}, "
-                f"K1={cfg.K1} needs sequences of length >= {need} but train.lmin={lmin}; "
-                "lower K or raise lmin")
+        shown = ", ".join(f"{n}={getattr(cfg, n)}" for n in self.params) or "its rule"
+        require(lmin >= need, f"task.{'/task.'.join(self.params) or 'name'}/train.lmin",
+                f"task {cfg.name!r} with {shown} needs sequences of length >= {need} but the "
+                f"shortest length is {lmin}; lower the offset/slot or raise the length")
 
 
 def _content(key, length, Lpad, vocab):
@@ -51,87 +81,85 @@ def _content(key, length, Lpad, vocab):
     return jnp.where(pos < length, toks, 0), pos
 
 
-def _rows(tokens, length, target_pos, valid):
-    """Per-row labels tokens[target_pos[i]] for scored rows (valid and inside the sequence)."""
+def _rows(tokens, length, target_pos):
+    """Per-row labels tokens[t(i)] for scored rows (a target, causal, inside the sequence)."""
     pos = jnp.arange(tokens.shape[0])
-    scored = valid & (pos < length) & (target_pos >= 0) & (target_pos <= pos)
+    scored = (pos < length) & (target_pos >= 0) & (target_pos <= pos)
     labels = jnp.take(tokens, jnp.clip(target_pos, 0, tokens.shape[0] - 1))
     return jnp.where(scored, labels, 0), scored
 
 
-def fixed_offset(key, length, Lpad, cfg):
-    tokens, _ = _content(key, length, Lpad, cfg.vocab)
-    return Example(tokens, length, tokens[length - 1 - cfg.K], jnp.array(True))
+def _where(cond, value):
+    """-1 where the row has no target; numpy for `Task.targets`, jnp inside a trace."""
+    return (jnp if isinstance(cond, jax.Array) else np).where(cond, value, -1)
 
 
-def two_offset(key, length, Lpad, cfg):
-    """The query holds a mode token (vocab or vocab+1) that picks offset K or K1."""
+# ---- positional rules: (pos, length, cfg) -> target position or -1 -------------------------
+
+def _last_back(pos, length, cfg):
+    return _where(pos == length - 1, pos - cfg.offset)
+
+
+def _back(pos, length, cfg):
+    return _where(pos >= cfg.offset, pos - cfg.offset)
+
+
+def _prev(pos, length, cfg):
+    return _where(pos >= 1, pos - 1)
+
+
+def _first(pos, length, cfg):
+    return _where(pos >= 1, 0 * pos)
+
+
+def _slot(pos, length, cfg):
+    return _where(pos > cfg.slot, 0 * pos + cfg.slot)
+
+
+def _copy(pos, length, cfg):
+    """Second half copies the first: h = L // 2, row i >= h reads i - h."""
+    return _where(pos >= length // 2, pos - length // 2)
+
+
+def _reverse(pos, length, cfg):
+    """Mirror: h = L // 2, row i >= h reads L - 1 - i."""
+    return _where(pos >= length // 2, length - 1 - pos)
+
+
+# ---- content-dependent samplers --------------------------------------------------------------
+
+def _two_offset(key, length, Lpad, cfg):
+    """The query holds a mode token (vocab or vocab+1) that picks offset or offset2."""
     k_tok, k_mode = jax.random.split(key)
     tokens, pos = _content(k_tok, length, Lpad, cfg.vocab)
     mode = jax.random.bernoulli(k_mode).astype(jnp.int32)
     tokens = jnp.where(pos == length - 1, cfg.vocab + mode, tokens)
-    offset = jnp.where(mode == 1, cfg.K1, cfg.K)
+    offset = jnp.where(mode == 1, cfg.offset2, cfg.offset)
     return Example(tokens, length, tokens[length - 1 - offset], jnp.array(True))
 
 
-def _per_row(target_fn):
-    """Build a sampler from a target-position rule t(i) (returns position array, scored mask)."""
-
-    def sample(key, length, Lpad, cfg):
-        tokens, pos = _content(key, length, Lpad, cfg.vocab)
-        target_pos, valid = target_fn(tokens, length, pos, cfg)
-        targets, mask = _rows(tokens, length, target_pos, valid)
-        return Example(tokens, length, targets, mask)
-
-    return sample
-
-
-def _back_k(tokens, length, pos, cfg):
-    return pos - cfg.K, pos >= cfg.K
-
-
-def _prev(tokens, length, pos, cfg):
-    return pos - 1, pos >= 1
-
-
-def _first(tokens, length, pos, cfg):
-    return jnp.zeros_like(pos), pos >= 0
-
-
-def _slot_k(tokens, length, pos, cfg):
-    return jnp.full_like(pos, cfg.K), pos >= cfg.K
-
-
-def _copy(tokens, length, pos, cfg):
-    """Second half copies the first: row i >= h = ceil(L/2) attends to i - h."""
-    half = (length + 1) // 2
-    return pos - half, pos >= half
-
-
-def _reverse(tokens, length, pos, cfg):
-    """Mirrored layout: row i in the second half attends to L-1-i."""
-    return length - 1 - pos, pos >= length // 2 + length % 2
-
-
-def _induction(tokens, length, pos, cfg):
-    """Row i attends to the token after the previous occurrence of tokens[i] (if any)."""
+def _induction(key, length, Lpad, cfg):
+    """Row i reads the token after the previous occurrence of tokens[i] (if any)."""
+    tokens, pos = _content(key, length, Lpad, cfg.vocab)
     same_PxP = (tokens[:, None] == tokens[None, :]) & (pos[None, :] < pos[:, None])
     prev_occ = jnp.max(jnp.where(same_PxP, pos[None, :], -1), axis=1)
-    return prev_occ + 1, prev_occ >= 0
+    targets, mask = _rows(tokens, length, jnp.where(prev_occ >= 0, prev_occ + 1, -1))
+    return Example(tokens, length, targets, mask)
 
 
 TASKS: dict[str, Task] = {
-    "fixed_offset": Task(fixed_offset, "last", lambda c: c.K + 1),
-    "two_offset": Task(two_offset, "last", lambda c: max(c.K, c.K1) + 1,
+    "fixed_offset": Task("last", lambda c: c.offset + 1, _last_back, params=("offset",)),
+    "two_offset": Task("last", lambda c: max(c.offset, c.offset2) + 1,
+                       sample_content=_two_offset, params=("offset", "offset2"),
                        input_vocab=lambda c: c.vocab + 2),
-    "shift": Task(_per_row(_back_k), "all", lambda c: c.K + 1),
-    "skip": Task(_per_row(_back_k), "all", lambda c: c.K + 1),
-    "prev": Task(_per_row(_prev), "all", lambda c: 2),
-    "first": Task(_per_row(_first), "all", lambda c: 1),
-    "pos": Task(_per_row(_slot_k), "all", lambda c: c.K + 1),
-    "copy": Task(_per_row(_copy), "all", lambda c: 2),
-    "reverse": Task(_per_row(_reverse), "all", lambda c: 2),
-    "induction": Task(_per_row(_induction), "all", lambda c: 2),
+    "shift": Task("all", lambda c: c.offset + 1, _back, params=("offset",)),
+    "skip": Task("all", lambda c: c.offset + 1, _back, params=("offset",)),
+    "prev": Task("all", lambda c: 2, _prev),
+    "first": Task("all", lambda c: 2, _first),
+    "pos": Task("all", lambda c: c.slot + 2, _slot, params=("slot",)),
+    "copy": Task("all", lambda c: 2, _copy),
+    "reverse": Task("all", lambda c: 2, _reverse),
+    "induction": Task("all", lambda c: 2, sample_content=_induction),
 }
 
 
@@ -140,5 +168,5 @@ def sample_batch(cfg: TaskConfig, key, batch: int, lmin: int, lmax: int, Lpad: i
     k_len, k_seq = jax.random.split(key)
     lengths = jax.random.randint(k_len, (batch,), lmin, lmax + 1, dtype=jnp.int32)
     keys = jax.random.split(k_seq, batch)
-    sample = TASKS[cfg.name].sample
-    return jax.vmap(lambda k, n: sample(k, n, Lpad, cfg))(keys, lengths)
+    task = TASKS[cfg.name]
+    return jax.vmap(lambda k, n: task.sample(k, n, Lpad, cfg))(keys, lengths)

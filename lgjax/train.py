@@ -20,8 +20,8 @@ import optax
 from lgjax import models, tasks
 from lgjax.config import RunConfig, TrainConfig
 from lgjax.devices import place, seed_mesh, shard_seeds
+from lgjax.keys import DATA, INIT, seed_keys, stream
 
-INIT, DATA, EVAL = 0, 1, 2  # fold_in tags: one stream per consumer
 EXIT_ENV = "LGJAX_EXIT_AFTER_STEP"  # test hook: exit hard (no cleanup) once this step is done
 
 
@@ -35,15 +35,6 @@ class TrainState(NamedTuple):
 
 class TrainingDiverged(RuntimeError):
     pass
-
-
-def seed_key(seed: int) -> jax.Array:
-    return jax.random.key_data(jax.random.key(seed))
-
-
-def stream(state_key, tag: int, index=None):
-    key = jax.random.fold_in(jax.random.wrap_key_data(state_key), tag)
-    return key if index is None else jax.random.fold_in(key, index)
 
 
 def make_optimizer(t: TrainConfig) -> optax.GradientTransformation:
@@ -155,7 +146,7 @@ def make_chunk_runner(cfg: RunConfig, path: str | None = None, strategy: str | N
 
 
 def init_states(cfg: RunConfig) -> TrainState:
-    keys_S = jnp.stack([seed_key(s) for s in cfg.train.seeds])
+    keys_S = seed_keys(cfg.train.seeds)
     return jax.jit(jax.vmap(lambda k: init_state(k, cfg)))(keys_S)
 
 

@@ -16,7 +16,7 @@ def tiny(encoding="rope", task="fixed_offset", seeds=(0, 1), steps=6, query=None
 
     q = query or TASKS[task].rows
     model = {"d": 16, "heads": 1, **model}
-    return RunConfig(TaskConfig(task, vocab=8, K=1), ModelConfig(encoding=encoding, query=q,
+    return RunConfig(TaskConfig(task, vocab=8, offset=1), ModelConfig(encoding=encoding, query=q,
                                                                  **model),
                      TrainConfig(steps=steps, batch=16, lmin=6, lmax=10, seeds=tuple(seeds),
                                  ckpt_every=4, ckpt_early=2, chunk=3))

@@ -24,7 +24,7 @@ def test_multiseed_end_to_end(tmp_path, capsys):
 
 def test_config_errors_before_compile(tmp_path, capsys):
     common = ["--ckpt-root", str(tmp_path / "ck"), "--out", str(tmp_path / "o")]
-    cases = [(["--K", "8", "--train-lengths", "8,16"], "task.K"),
+    cases = [(["--K", "8", "--train-lengths", "8,16"], "task.offset"),
              (["--d", "15", "--encodings", "rope"], "model.d"),
              (["--d", "30", "--heads", "4"], "model.d"),
              (["--encodings", "ape", "--eval-lengths", "12,80"], "ape_size")]

@@ -6,15 +6,15 @@ from lgjax.config import ConfigError, RunConfig, TaskConfig, TrainConfig, valida
 from lgjax.tasks import TASKS, sample_batch
 
 
-def expected_target_positions(name, toks, L, K):
+def expected_target_positions(name, toks, L, K, slot=2):
     """Independent (numpy, loop) statement of each per-row rule: {row: target position}."""
-    half = (L + 1) // 2
+    half = L // 2
     rules = {
         "shift": lambda i: i - K if i >= K else None,
         "skip": lambda i: i - K if i >= K else None,
         "prev": lambda i: i - 1 if i >= 1 else None,
-        "first": lambda i: 0,
-        "pos": lambda i: K if i >= K else None,
+        "first": lambda i: 0 if i >= 1 else None,
+        "pos": lambda i: slot if i > slot else None,
         "copy": lambda i: i - half if i >= half else None,
         "reverse": lambda i: L - 1 - i if i >= half else None,
     }
@@ -29,18 +29,18 @@ def expected_target_positions(name, toks, L, K):
 
 @pytest.mark.parametrize("name", [n for n, t in TASKS.items() if t.rows == "all"])
 def test_per_row_labels_correct_by_construction(name):
-    cfg = TaskConfig(name, vocab=5, K=2)
-    b = jax.device_get(sample_batch(cfg, jax.random.key(3), 64, 4, 12, 14))
+    cfg = TaskConfig(name, vocab=5, offset=2, slot=3)
+    b = jax.device_get(sample_batch(cfg, jax.random.key(3), 64, 5, 12, 14))
     for toks, L, tgt, mask in zip(b.tokens, b.length, b.targets, b.mask):
         assert (toks[L:] == 0).all() and not mask[L:].any()
-        for i, t in expected_target_positions(name, toks, int(L), cfg.K).items():
+        for i, t in expected_target_positions(name, toks, int(L), 2, 3).items():
             assert mask[i] == (t is not None), (name, i)
             if t is not None:
                 assert t <= i and tgt[i] == toks[t]
 
 
 def test_fixed_offset_label_is_token_K_before_query():
-    cfg = TaskConfig("fixed_offset", vocab=20, K=3)
+    cfg = TaskConfig("fixed_offset", vocab=20, offset=3)
     b = jax.device_get(sample_batch(cfg, jax.random.key(0), 256, 8, 16, 16))
     assert b.length.min() >= 8 and b.length.max() <= 16 and len(set(b.length)) > 4
     for toks, L, tgt in zip(b.tokens, b.length, b.targets):
@@ -52,7 +52,7 @@ def test_fixed_offset_label_is_token_K_before_query():
 
 
 def test_two_offset_mode_token_picks_offset():
-    cfg = TaskConfig("two_offset", vocab=10, K=1, K1=3)
+    cfg = TaskConfig("two_offset", vocab=10, offset=1, offset2=3)
     b = jax.device_get(sample_batch(cfg, jax.random.key(1), 256, 6, 12, 12))
     modes = []
     for toks, L, tgt in zip(b.tokens, b.length, b.targets):
@@ -64,8 +64,8 @@ def test_two_offset_mode_token_picks_offset():
 
 
 def test_offset_not_shorter_than_sequence():
-    cfg = RunConfig(TaskConfig("fixed_offset", K=8), train=TrainConfig(lmin=8, lmax=16))
-    with pytest.raises(ConfigError, match="task.K"):
+    cfg = RunConfig(TaskConfig("fixed_offset", offset=8), train=TrainConfig(lmin=8, lmax=16))
+    with pytest.raises(ConfigError, match="task.offset"):
         validate(cfg)
 
 
@@ -74,3 +74,22 @@ def test_same_key_same_batch():
     a = sample_batch(cfg, jax.random.key(7), 8, 4, 9, 9)
     b = sample_batch(cfg, jax.random.key(7), 8, 4, 9, 9)
     assert all((x == y).all() for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("name", [n for n, t in TASKS.items() if t.rows == "all"])
+@pytest.mark.parametrize("L", [5, 20, 31])
+def test_targets_rule_is_the_sampler_rule(name, L):
+    """`targets(length)` (used by the training-free scores) agrees with the loop statement."""
+    cfg = TaskConfig(name, vocab=5, offset=2, slot=3)
+    got = TASKS[name].targets(L, cfg)
+    assert got.shape == (L,)
+    if name == "induction":  # content-dependent: no positional rule
+        assert (got == -1).all()
+        return
+    want = expected_target_positions(name, None, L, 2, 3)
+    assert got.tolist() == [-1 if want[i] is None else want[i] for i in range(L)]
+
+
+def test_last_row_task_targets_only_the_query():
+    got = TASKS["fixed_offset"].targets(10, TaskConfig("fixed_offset", offset=3))
+    assert got.tolist() == [-1] * 9 + [6]

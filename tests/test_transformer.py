@@ -11,7 +11,7 @@ from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig, valida
 
 
 def tiny_transformer(encoding, steps=4, seeds=(0, 1)):
-    return RunConfig(TaskConfig("shift", vocab=8, K=2),
+    return RunConfig(TaskConfig("shift", vocab=8, offset=2),
                      ModelConfig(encoding=encoding, arch="transformer", layers=2, heads=2, d=16,
                                  query="all"),
                      TrainConfig(steps=steps, batch=8, lr=3e-4, lmin=6, lmax=10, seeds=seeds))

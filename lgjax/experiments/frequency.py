@@ -34,7 +34,8 @@ class FrequencyConfig:
     progress: bool = True  # progress bars
 
     def run_config(self, base: float) -> RunConfig:
-        return RunConfig(TaskConfig("fixed_offset", K=self.K), ModelConfig("rope", rope_base=base),
+        return RunConfig(TaskConfig("fixed_offset", offset=self.K),
+                         ModelConfig("rope", rope_base=base),
                          TrainConfig(steps=self.steps, batch=self.batch,
                                      seeds=tuple(range(self.seeds))))
 

@@ -35,7 +35,7 @@ class LinearConfig:
     progress: bool = True  # progress bars
 
     def run_config(self, attention: str) -> RunConfig:
-        return RunConfig(TaskConfig("fixed_offset", K=self.K),
+        return RunConfig(TaskConfig("fixed_offset", offset=self.K),
                          ModelConfig("rope", attention=attention),
                          TrainConfig(steps=self.steps, batch=self.batch,
                                      seeds=tuple(range(self.seeds))))

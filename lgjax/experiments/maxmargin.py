@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lgjax import checkpoints, maxmargin, tasks
+from lgjax import checkpoints, keys, maxmargin, tasks
 from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.encodings import ENCODINGS, rope_freqs
 from lgjax.experiments import common
@@ -42,7 +42,7 @@ class MaxMarginConfig:
     progress: bool = True  # progress bars
 
     def run_config(self, encoding: str, decay: float = 0.0) -> RunConfig:
-        return RunConfig(TaskConfig("fixed_offset", K=self.K), ModelConfig(encoding),
+        return RunConfig(TaskConfig("fixed_offset", offset=self.K), ModelConfig(encoding),
                          TrainConfig(steps=self.steps, batch=self.batch, weight_decay=decay,
                                      decay_params=("wq", "wk"), seeds=tuple(range(self.seeds))))
 
@@ -63,8 +63,8 @@ def compare(params, rc: RunConfig, batch: tasks.Batch, iters: int) -> dict:
         x = params["embed"][tokens]
         return x + enc.table(params, jnp.arange(L), length, m) if enc.table is not None else x
 
-    c = maxmargin.constraints(features, batch.tokens, batch.length, rc.task.K)
-    keep = active_constraints(batch, rc.task.K)  # drop padding rows: G shrinks to ~half
+    c = maxmargin.constraints(features, batch.tokens, batch.length, rc.task.offset)
+    keep = active_constraints(batch, rc.task.offset)  # drop padding rows: G shrinks to ~half
     c = maxmargin.Constraints(*(x[keep] for x in c))
     if enc.freqs is not None:
         freqs = jnp.asarray(rope_freqs(m))
@@ -90,7 +90,7 @@ def run(cfg: MaxMarginConfig) -> dict:
     t0 = time.perf_counter()
     root = Path(cfg.ckpt_root) / "maxmargin"
     rc0 = cfg.run_config(cfg.encodings[0])
-    batch = tasks.sample_batch(rc0.task, jax.random.key(12345), cfg.n_seqs, rc0.train.lmin,
+    batch = tasks.sample_batch(rc0.task, keys.probe(), cfg.n_seqs, rc0.train.lmin,
                                rc0.train.lmax, rc0.train.lmax)
     res = {"experiment": "maxmargin", "config": asdict(cfg),
            "reduced": common.is_reduced(cfg, n_seqs=256), "solver": "FISTA on the dual"}

@@ -56,12 +56,13 @@ class MechanicsConfig:
     def rope(self, seeds: int, **over) -> RunConfig:
         task = {k: over.pop(k) for k in ("vocab",) if k in over}
         train = {k: over.pop(k) for k in ("lmin", "lmax") if k in over}
-        return RunConfig(TaskConfig("fixed_offset", K=self.K, **task), ModelConfig("rope", **over),
+        return RunConfig(TaskConfig("fixed_offset", offset=self.K, **task),
+                         ModelConfig("rope", **over),
                          TrainConfig(steps=self.steps, batch=self.batch, seeds=tuple(range(seeds)),
                                      **train))
 
     def ape(self, decay: float) -> RunConfig:
-        return RunConfig(TaskConfig("fixed_offset", K=self.K), ModelConfig("ape"),
+        return RunConfig(TaskConfig("fixed_offset", offset=self.K), ModelConfig("ape"),
                          TrainConfig(steps=self.steps, batch=self.batch, weight_decay=decay,
                                      seeds=tuple(range(self.ape_seeds))))
 

@@ -43,7 +43,7 @@ class MultiseedConfig:
     def run_config(self, encoding: str) -> RunConfig:
         lmin, lmax = self.train_lengths
         return RunConfig(
-            task=TaskConfig("fixed_offset", vocab=self.vocab, K=self.K),
+            task=TaskConfig("fixed_offset", vocab=self.vocab, offset=self.K),
             model=ModelConfig(encoding=encoding, d=self.d, heads=self.heads),
             train=TrainConfig(steps=self.steps, batch=self.batch, lmin=lmin, lmax=lmax,
                               seeds=tuple(range(self.seeds))))

@@ -36,13 +36,13 @@ class Prop1Config:
     progress: bool = True  # progress bars
 
     def run_config(self, K: int) -> RunConfig:
-        return RunConfig(TaskConfig("fixed_offset", K=K), ModelConfig("rope"),
+        return RunConfig(TaskConfig("fixed_offset", offset=K), ModelConfig("rope"),
                          TrainConfig(steps=self.steps, batch=self.batch,
                                      seeds=tuple(range(self.seeds))))
 
 
 def carrier_stats(params_S, cfg: RunConfig, L: int) -> dict:
-    hm = jax.vmap(lambda p: analysis.head_metrics(p, cfg.model, cfg.task.K, L))(params_S)
+    hm = jax.vmap(lambda p: analysis.head_metrics(p, cfg.model, cfg.task.offset, L))(params_S)
     return {k: np.asarray(v)[:, 0] for k, v in hm.items()}  # head 0 (H = 1)
 
 

@@ -24,7 +24,7 @@ from lgjax import checkpoints, plots, tasks, transformer
 from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig, validate
 from lgjax.devices import seed_mesh
 from lgjax.experiments import common
-from lgjax.train import EVAL, stream
+from lgjax.keys import EVAL, stream
 
 PAPER_SCALE = {"steps": 8000, "batch": 256}
 
@@ -54,7 +54,7 @@ class TransformerConfig:
 
     def run_config(self, encoding: str) -> RunConfig:
         return RunConfig(
-            TaskConfig("shift", vocab=self.vocab, K=self.K),
+            TaskConfig("shift", vocab=self.vocab, offset=self.K),
             ModelConfig(encoding=encoding, arch="transformer", layers=self.layers,
                         heads=self.heads, d=self.d, query="all"),
             TrainConfig(steps=self.steps, batch=self.batch, lr=self.lr,
@@ -98,7 +98,7 @@ def evaluate_seed(params, key_data, rc: RunConfig, lengths, n_eval: int) -> dict
             "accuracy_beyond": (float(correct[:, ~inside].sum() / mask[:, ~inside].sum())
                                 if mask[:, ~inside].any() else None),
             "in_range_fraction": float(mask[:, inside].sum() / mask.sum()),
-            "profiles": [[offset_profile(mean_att[l, h], rc.task.K).tolist()
+            "profiles": [[offset_profile(mean_att[l, h], rc.task.offset).tolist()
                           for h in range(rc.model.heads)] for l in range(rc.model.layers)],
             "key_carrier": [[carrier_fraction(keys[:, l, :, h].reshape(-1, keys.shape[-1]))
                              for h in range(rc.model.heads)] for l in range(rc.model.layers)],

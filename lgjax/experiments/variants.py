@@ -46,7 +46,7 @@ class VariantsConfig:
     progress: bool = True  # progress bars
 
     def rc(self, task: str, K: int, encoding: str = "rope", heads: int = 1) -> RunConfig:
-        return RunConfig(TaskConfig(task, K=K, K1=3), ModelConfig(encoding, heads=heads),
+        return RunConfig(TaskConfig(task, offset=K, offset2=3), ModelConfig(encoding, heads=heads),
                          TrainConfig(steps=self.steps, batch=self.batch,
                                      seeds=tuple(range(self.seeds))))
 
@@ -79,7 +79,7 @@ def mode_profile_peaks(params, cfg: RunConfig, L: int) -> np.ndarray:
 
 def summarise(name: str, rc: RunConfig, states, ev) -> dict:
     peak, offset = common.peak_head(ev)
-    hm = jax.vmap(lambda p: analysis.head_metrics(p, rc.model, rc.task.K, 48))(states.params)
+    hm = jax.vmap(lambda p: analysis.head_metrics(p, rc.model, rc.task.offset, 48))(states.params)
     out = {"accuracy": ev.accuracy, "selected_offset": offset, "peak_height": peak,
            "peak_height_per_head": ev.peak_height, "sv_energy_per_head": hm["sv_energy"],
            "carrier_argmax": hm["carrier_argmax"], "carrier_key": hm["carrier_key"]}
