@@ -38,13 +38,9 @@ def _per_head(params, name: str, cfg: ModelConfig):
 
 
 def _rotate_vec(v_D, delta, cfg: ModelConfig):
-    enc = ENCODINGS[cfg.encoding]
-    if enc.freqs is None:
-        return v_D
-    ang = delta * enc.freqs(cfg)
-    v1, v2 = v_D[0::2], v_D[1::2]
-    return jnp.stack([v1 * jnp.cos(ang) - v2 * jnp.sin(ang),
-                      v1 * jnp.sin(ang) + v2 * jnp.cos(ang)], -1).reshape(-1)
+    """v rotated as a key at position delta would be (the encoding's own rotation)."""
+    pos = jnp.reshape(jnp.asarray(delta, jnp.float32), (1,))
+    return ENCODINGS[cfg.encoding].rotate(v_D[None, None, :], pos, cfg)[0, 0]
 
 
 def _cos(a, b):
@@ -84,7 +80,7 @@ def logit_profile(params, cfg: ModelConfig, L: int) -> jax.Array:
         pc = tab_ZxZxH[m + L - 1, :m].mean(0)
         pp = tab_ZxZxH[m + L - 1, m:]
         return (cc + cp + pc + pp).T
-    flat_NxH, val = fast.relative_tables(params, L, cfg)
+    flat_NxH, val = fast.TABLES[kind](params, L, cfg)
     m = val.shape[1]
     return flat_NxH.reshape(m, m, L, -1).mean((0, 1)).T
 
@@ -109,10 +105,11 @@ def ape_row_norms(params, lmax: int) -> tuple[jax.Array, jax.Array]:
 
 
 def decay_fit(lengths, peak_heights) -> dict:
-    """Least squares of 1/a*(L) on L-1: alpha (slope), c (intercept), R^2."""
+    """Least squares 1/a*(L) = alpha + c (L-1): alpha the intercept (near 1), c the slope
+    (the dilution rate), and R^2."""
     x = np.asarray(lengths, float) - 1
     y = 1.0 / np.asarray(peak_heights, float)
-    alpha, c = np.polyfit(x, y, 1)
-    resid = y - (alpha * x + c)
+    c, alpha = np.polyfit(x, y, 1)
+    resid = y - (alpha + c * x)
     r2 = 1 - resid @ resid / np.sum((y - y.mean()) ** 2)
     return {"alpha": float(alpha), "c": float(c), "r2": float(r2)}

@@ -25,9 +25,9 @@ def causal_attention(q_LxHxD, k_LxHxD, v_LxHxD, length, enc_params, cfg: ModelCo
     enc = ENCODINGS[cfg.encoding]
     pos = jnp.arange(q_LxHxD.shape[0])
     logits_HxLxL = jnp.einsum("qhd,khd->hqk", q_LxHxD, k_LxHxD) * logit_scale(cfg)
-    if enc.bias is not None:
-        dist_LxL = pos[:, None] - pos[None, :]
-        logits_HxLxL = logits_HxLxL + jnp.moveaxis(enc.bias(enc_params, dist_LxL, cfg), -1, 0)
+    bias_LxLxH = jnp.broadcast_to(enc.bias(enc_params, pos[:, None] - pos[None, :], cfg),
+                                  (pos.shape[0], pos.shape[0], cfg.heads))
+    logits_HxLxL = logits_HxLxL + jnp.moveaxis(bias_LxLxH, -1, 0)
     valid_LxL = (pos[None, :] <= pos[:, None]) & (pos[None, :] < length)
     att_HxLxL = attend(logits_HxLxL, valid_LxL, cfg)
     return jnp.einsum("hqk,khd->qhd", att_HxLxL, v_LxHxD), att_HxLxL

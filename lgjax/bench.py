@@ -12,6 +12,7 @@ import resource
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import jax
@@ -20,6 +21,7 @@ import jaxlib
 
 from lgjax import models, tasks, train, transformer
 from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.study import run_study
 
 REPEATS = 3
 
@@ -148,9 +150,10 @@ def time_table1(out: Path) -> float:
     from lgjax.experiments import multiseed
 
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = multiseed.MultiseedConfig(out=str(out / "table1"), ckpt_root=tmp, progress=False)
+        cfg = multiseed.Config(run=multiseed.Config().run.__class__(
+            seeds=8, out=str(out / "table1"), ckpt_root=tmp, progress=False))
         t0 = time.perf_counter()
-        multiseed.run(cfg)
+        run_study(multiseed, cfg)
         return time.perf_counter() - t0
 
 
@@ -165,9 +168,17 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(steps: int = 200, torch: bool = True, table1: bool = True,
-         out: str = "results/bench") -> dict:
-    out_dir = Path(out)
+@dataclass(frozen=True)
+class Config:
+    steps: int = 200  # timed steps per measurement
+    torch: bool = True  # time the PyTorch eager reference too (needs the [bench] extra)
+    table1: bool = True  # time the Table-1 (multiseed) workload end to end
+    out: str = "results/bench"  # bench.json goes here
+
+
+def main(cfg: Config) -> dict:
+    steps, torch, table1 = cfg.steps, cfg.torch, cfg.table1
+    out_dir = Path(cfg.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = []
     for enc in ("rope", "ape"):

@@ -43,6 +43,11 @@ def read_config(run_dir: Path | str) -> RunConfig:
         raise CheckpointError(f"{path} is corrupt ({err}); restore it or start a new run") from err
 
 
+def config_diff(saved: RunConfig, now: RunConfig) -> list[str]:
+    """Fields that differ between a saved run's config and the one asked for."""
+    return _diff(json.loads(saved.to_json()), json.loads(now.to_json()))
+
+
 class RunDir:
     """Open (or create) a run directory for `cfg`; `resume` allows continuing one."""
 

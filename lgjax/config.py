@@ -35,12 +35,13 @@ class ModelConfig:
     query: str = "last"  # "last": query at n = L-1 only; "all": every row, causal mask
     rope_base: float = 1e4  # rotary base: theta_i = base^(-2i/d_head)
     rope_scale: float = 1.0  # rotary frequency scale: angles are pos * theta_i * scale
-    alibi_slope: float = 1.0  # ALiBi slope s: bias -s * (n - t)
+    alibi_slope: float = 1.0  # ALiBi slope s: bias -s * (n - t) ("fixed" slopes)
+    alibi_slopes: str = "fixed"  # "fixed": alibi_slope on every head; "geometric": 2^(-8h/H)
     t5_buckets: int = 32  # T5 bias: number of causal buckets
     t5_max_distance: int = 128  # T5 bias: distance where the log buckets end
     rel_clip: int = 16  # clipped relative bias: offsets beyond this share the last scalar
     ape_size: int = 64  # rows in the learned absolute table (>= max eval length)
-    ape_oob: str = "error"  # positions past the trained range: error|clamp|interp|rescale
+    ape_oob: str = "error"  # past the trained range: error|untrained|clamp|interp|rescale
     ape_train_max: int = 0  # trained lmax, required by clamp/interp/rescale
     sin_base: float = 1e4  # sinusoidal encoding base
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import jax
 import numpy as np
 
-from lgjax import analysis, checkpoints, evaluate
+from lgjax import analysis, checkpoints, evaluate, plots
 from lgjax.config import RunConfig
 from lgjax.encodings import ENCODINGS
 
@@ -108,3 +109,33 @@ def summary_table(rows: list[dict], metrics) -> str:
         lines.append(f"{metric:28s}{cells}")
     return "\n".join(lines)
 
+
+
+@dataclass(frozen=True)
+class Config:
+    run_dir: str = field(default="", metadata={"positional": True})  # run folder (config.json)
+    lengths: tuple[int, ...] = (16, 48)  # evaluation lengths of the per-step metrics
+    eval_sequences: int = 1024  # evaluation sequences per length and step
+    out: str = ""  # output folder (default: <run_dir>/dynamics)
+
+
+def default_metrics(cfg: RunConfig, rows: list[dict], lengths) -> list[str]:
+    """What the summary and the figure show: per head, then at the longest length."""
+    heads = [f"/h{h}" for h in range(cfg.model.heads)]
+    L = max(lengths)
+    metrics = [f"{m}{h}" for h in heads for m in ("carrier_key", "carrier_query", "sv_energy",
+                                                  "align_shifted")]
+    metrics += [f"margin{heads[0]}@{L}", f"accuracy@{L}", f"peak_height{heads[0]}@{L}",
+                f"selected_offset{heads[0]}@{L}"]
+    return metrics + [m for m in ("ape_norm_in_range", "ape_norm_beyond")
+                      if any(r["metric"] == m for r in rows)]
+
+
+def main(cfg: Config) -> None:
+    run_cfg, rows = analyze(cfg.run_dir, cfg.lengths, cfg.eval_sequences)
+    out = Path(cfg.out or Path(cfg.run_dir) / "dynamics")
+    write(rows, out)
+    metrics = default_metrics(run_cfg, rows, cfg.lengths)
+    plots.dynamics_figure(rows, metrics, out / "dynamics", title=str(cfg.run_dir))
+    print(summary_table(rows, metrics))
+    print(f"wrote {out}/dynamics.csv, dynamics.json, dynamics.png/.pdf ({len(rows)} rows)")

@@ -1,12 +1,15 @@
 """Positional-encoding registry: each encoding is a few pure functions.
 
-An encoding enters a head in exactly one way (its `kind`):
-  additive  `table(params, pos, length, cfg) -> [L, d]` added to the token embedding;
-  rotary    `freqs(cfg) -> [d_head/2]`: q and k at position t are rotated by t * freqs;
-  bias      `bias(params, dist, cfg) -> [..., H]` added to the logits, dist = n - t >= 0;
-  none      nothing.
-Plus `kernel(params, q_pos, k_pos, cfg) -> [..., H]`, the positional-only score (content left
-out), and `validate(model_cfg, train_cfg, max_len)`, raising ConfigError before any compile.
+Every encoding supplies the same behaviours; each defaults to doing nothing, so the heads, the
+transformer and the analyzer call all of them and never ask which ones an encoding has:
+  embed(params, pos [L], length, cfg) -> [L, d]   added to the token embedding (default 0)
+  rotate(x [L, H, dh], pos [L], cfg) -> x         applied to q and k (default identity)
+  bias(params, dist [...], cfg) -> [..., H]       added to the logits, dist = n - t >= 0
+                                                  (default 0)
+  kernel(params, q_pos, k_pos, cfg) -> [..., H]   the positional-only logit (content left out)
+  validate(model_cfg, train_cfg, max_len)         raises ConfigError before any compile
+`kind` says which behaviour carries the position ("additive", "rotary", "bias", "none"); only
+the exact fast head (lgjax.fast), which has one form per kind, reads it.
 Adding an encoding is one entry in ENCODINGS; the heads and the trainer never read its name.
 """
 
@@ -25,16 +28,28 @@ from lgjax.config import ModelConfig, TrainConfig, require
 Params = dict
 
 
+def _no_embed(params, pos, length, cfg):
+    return jnp.float32(0.0)
+
+
+def _no_rotation(x, pos, cfg):
+    return x
+
+
+def _no_bias(params, dist, cfg):
+    return jnp.float32(0.0)
+
+
 @dataclass(frozen=True)
 class Encoding:
-    kind: str  # "additive" | "rotary" | "bias" | "none"
+    kind: str  # which behaviour carries position: "additive" | "rotary" | "bias" | "none"
+    kernel: Callable  # (params, q_pos, k_pos, cfg) -> [..., H]: the positional-only logit
     init: Callable[[jax.Array, ModelConfig], Params] = lambda key, cfg: {}
-    table: Callable | None = None  # additive: (params, pos [L], length, cfg) -> [L, d]
-    freqs: Callable | None = None  # rotary: cfg -> [d_head/2]
-    bias: Callable | None = None  # bias: (params, dist int [...], cfg) -> [..., H]
-    kernel: Callable | None = None  # (params, q_pos, k_pos, cfg) -> [..., H]
+    embed: Callable = _no_embed  # (params, pos [L], length, cfg) -> [L, d] added to the input
+    rotate: Callable = _no_rotation  # (x [L, H, dh], pos [L], cfg) -> x, applied to q and k
+    bias: Callable = _no_bias  # (params, dist int [...], cfg) -> [..., H] added to the logits
     validate: Callable[[ModelConfig, TrainConfig, int], None] = lambda m, t, n: None
-    # True when the table does not depend on the sequence length (the fast head needs it)
+    # True when the embedding does not depend on the sequence length (the fast head needs it)
     length_free: Callable[[ModelConfig], bool] = lambda cfg: True
 
 
@@ -63,6 +78,10 @@ def rotate(x_LxHxD, pos_L, freqs_F):
     return out.reshape(x_LxHxD.shape)
 
 
+def rope_rotate(x_LxHxD, pos_L, cfg: ModelConfig):
+    return rotate(x_LxHxD, pos_L, rope_freqs(cfg))
+
+
 def rope_kernel(params, q_pos, k_pos, cfg):
     """g(delta) = sum_i cos(delta theta_i), the content-free rotary kernel, per head."""
     delta = (jnp.asarray(k_pos) - jnp.asarray(q_pos)).astype(jnp.float32)
@@ -88,7 +107,8 @@ def ape_positions(pos, length, cfg: ModelConfig):
     stretch = jnp.maximum(length - 1, 1).astype(jnp.float32)
     fractional = pos.astype(jnp.float32) * jnp.minimum(1.0, last / stretch)
     return {
-        "error": pos,
+        "error": pos,  # validation keeps every position inside the trained range
+        "untrained": pos,  # read rows past the trained range as they are (never trained)
         "clamp": jnp.minimum(pos, last),
         "rescale": jnp.round(fractional).astype(jnp.int32),
         "interp": fractional,
@@ -105,17 +125,23 @@ def ape_table(params, pos, length, cfg: ModelConfig):
 
 
 def _validate_ape(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
-    require(m.ape_oob in ("error", "clamp", "interp", "rescale"), "model.ape_oob",
-            "use error, clamp, interp or rescale")
+    """Rows past the trained range never get gradient: reading them is a choice, never silent."""
+    require(m.ape_oob in ("error", "untrained", "clamp", "interp", "rescale"), "model.ape_oob",
+            "use error, untrained, clamp, interp or rescale")
     require(t.lmax <= m.ape_size, "model.ape_size", f"the table has {m.ape_size} rows but "
             f"training uses length {t.lmax}; raise ape_size")
+    require(max_len <= m.ape_size, "model.ape_size/eval lengths", f"evaluation length "
+            f"{max_len} is beyond the APE table ({m.ape_size} rows); raise ape_size or pick "
+            "an inference-time fix (ape_oob clamp|interp|rescale)")
     if m.ape_oob == "error":
-        require(max_len <= m.ape_size, "model.ape_size/eval lengths", f"evaluation length "
-                f"{max_len} is beyond the APE table ({m.ape_size} rows); raise ape_size or pick "
-                "an inference-time fix with --ape-oob clamp|interp|rescale")
-    else:
-        require(1 <= m.ape_train_max <= m.ape_size, "model.ape_train_max", "set it to the "
-                "trained lmax (1..ape_size) for clamp/interp/rescale")
+        require(max_len <= t.lmax, "model.ape_oob/eval lengths", f"evaluation length {max_len} "
+                f"reads table rows past the trained range (train.lmax={t.lmax}), which never "
+                "received gradient; set ape_oob=untrained to measure them (as the implicit-bias "
+                "study does) or clamp|interp|rescale")
+    elif m.ape_oob != "untrained":
+        require(1 <= m.ape_train_max <= t.lmax, "model.ape_train_max", f"set it to the trained "
+                f"lmax (1..{t.lmax}) for clamp/interp/rescale; a larger value maps positions "
+                "onto untrained rows")
 
 
 def sinusoidal_table(params, pos, length, cfg: ModelConfig):
@@ -146,8 +172,22 @@ def additive_kernel(table_fn):
 
 # ---- logit biases -------------------------------------------------------------------------
 
+def alibi_slopes(cfg: ModelConfig) -> np.ndarray:
+    """Per-head slopes: one fixed slope, or the geometric 2^(-8h/H), h = 1..H, of ALiBi."""
+    if cfg.alibi_slopes == "geometric":
+        return (2.0 ** (-8.0 * np.arange(1, cfg.heads + 1) / cfg.heads)).astype(np.float32)
+    return np.full(cfg.heads, cfg.alibi_slope, np.float32)
+
+
 def alibi_bias(params, dist, cfg):
-    return jnp.repeat((-cfg.alibi_slope * dist.astype(jnp.float32))[..., None], cfg.heads, -1)
+    return -alibi_slopes(cfg) * jnp.asarray(dist, jnp.float32)[..., None]
+
+
+def _validate_alibi(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
+    require(m.alibi_slopes in ("fixed", "geometric"), "model.alibi_slopes",
+            "use fixed (alibi_slope on every head) or geometric (2^(-8h/H))")
+    require(m.alibi_slopes == "geometric" or m.alibi_slope >= 0, "model.alibi_slope",
+            "must be >= 0 (a recency penalty)")
 
 
 def t5_bucket(dist, cfg: ModelConfig):
@@ -202,18 +242,19 @@ def _validate_positive(field_name, get):
 
 
 ENCODINGS: dict[str, Encoding] = {
-    "ape": Encoding("additive", init=ape_init, table=ape_table,
-                    kernel=additive_kernel(ape_table), validate=_validate_ape,
-                    length_free=lambda c: c.ape_oob in ("error", "clamp")),
-    "sinusoidal": Encoding("additive", table=sinusoidal_table,
-                           kernel=additive_kernel(sinusoidal_table), validate=_validate_even_d),
-    "rope": Encoding("rotary", freqs=rope_freqs, kernel=rope_kernel, validate=_validate_rope),
-    "alibi": Encoding("bias", bias=alibi_bias, kernel=bias_kernel(alibi_bias)),
-    "t5": Encoding("bias", init=t5_init, bias=t5_bias, kernel=bias_kernel(t5_bias),
+    "ape": Encoding("additive", additive_kernel(ape_table), init=ape_init, embed=ape_table,
+                    validate=_validate_ape,
+                    length_free=lambda c: c.ape_oob in ("error", "untrained", "clamp")),
+    "sinusoidal": Encoding("additive", additive_kernel(sinusoidal_table),
+                           embed=sinusoidal_table, validate=_validate_even_d),
+    "rope": Encoding("rotary", rope_kernel, rotate=rope_rotate, validate=_validate_rope),
+    "alibi": Encoding("bias", bias_kernel(alibi_bias), bias=alibi_bias,
+                      validate=_validate_alibi),
+    "t5": Encoding("bias", bias_kernel(t5_bias), init=t5_init, bias=t5_bias,
                    validate=_validate_t5),
-    "relclip": Encoding("bias", init=clip_init, bias=clip_bias, kernel=bias_kernel(clip_bias),
+    "relclip": Encoding("bias", bias_kernel(clip_bias), init=clip_init, bias=clip_bias,
                         validate=_validate_positive("model.rel_clip", lambda m: m.rel_clip)),
-    "nope": Encoding("none", kernel=zero_kernel),
+    "nope": Encoding("none", zero_kernel),
 }
 
 

@@ -16,13 +16,15 @@ a one-hot contraction (matmuls, no scatter in the backward pass). Nothing is app
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from lgjax.attention import attend
 from lgjax.config import ModelConfig
-from lgjax.encodings import ENCODINGS, d_head, logit_scale, np_offsets
+from lgjax.encodings import ENCODINGS, d_head, logit_scale, np_offsets, rope_freqs
 
 
 def _split(x, cfg: ModelConfig):
@@ -47,22 +49,28 @@ def rotation_tensor(L: int, freqs_F: np.ndarray) -> np.ndarray:
     return np.stack([np.stack([c, -s], -1), np.stack([s, c], -1)], -2).astype(np.float32)
 
 
-def relative_tables(params, L: int, cfg: ModelConfig):
+def rotary_content(q_UxHxFx2, k_VxHxFx2, L: int, cfg: ModelConfig):
+    """(W_Q E_u)^T R_delta (W_K E_v) for every offset: [U, V, H, L]."""
+    rot = rotation_tensor(L, rope_freqs(cfg))
+    k_VxHxLxFx2 = jnp.einsum("lfab,vhfb->vhlfa", rot, k_VxHxFx2)
+    return jnp.einsum("uhfa,vhlfa->uvhl", q_UxHxFx2, k_VxHxLxFx2)
+
+
+def plain_content(q_UxHxFx2, k_VxHxFx2, L: int, cfg: ModelConfig):
+    """(W_Q E_u)^T (W_K E_v), the same at every offset: [U, V, H, 1]."""
+    return jnp.einsum("uhfa,vhfa->uvh", q_UxHxFx2, k_VxHxFx2)[..., None]
+
+
+def relative_tables(content, params, L: int, cfg: ModelConfig):
     """logit(u, v, delta) as a flat [(u, v, delta), H] table, and the value table."""
     enc = ENCODINGS[cfg.encoding]
     E = params["embed"]
     H, F = cfg.heads, d_head(cfg) // 2
     q_UxHxFx2 = (E @ params["wq"]).reshape(-1, H, F, 2)
     k_VxHxFx2 = (E @ params["wk"]).reshape(-1, H, F, 2)
-    if enc.freqs is not None:
-        rot = rotation_tensor(L, enc.freqs(cfg))
-        k_VxHxLxFx2 = jnp.einsum("lfab,vhfb->vhlfa", rot, k_VxHxFx2)
-        tab_UxVxHxL = jnp.einsum("uhfa,vhlfa->uvhl", q_UxHxFx2, k_VxHxLxFx2)
-    else:
-        tab_UxVxHxL = jnp.einsum("uhfa,vhfa->uvh", q_UxHxFx2, k_VxHxFx2)[..., None]
-    tab_UxVxHxL = tab_UxVxHxL * logit_scale(cfg)
-    if enc.bias is not None:
-        tab_UxVxHxL = tab_UxVxHxL + enc.bias(params, jnp.asarray(-np_offsets(L)), cfg).T
+    tab_UxVxHxL = content(q_UxHxFx2, k_VxHxFx2, L, cfg) * logit_scale(cfg)
+    bias_LxH = enc.bias(params, jnp.asarray(-np_offsets(L)), cfg)
+    tab_UxVxHxL = tab_UxVxHxL + jnp.broadcast_to(bias_LxH, (L, H)).T
     U, V = E.shape[0], E.shape[0]
     tab_UxVxHxL = jnp.broadcast_to(tab_UxVxHxL, (U, V, H, L))
     flat_NxH = tab_UxVxHxL.transpose(0, 1, 3, 2).reshape(U * V * L, H)
@@ -93,7 +101,7 @@ def relative_seq(tables, tokens_L, length, cfg: ModelConfig):
 def additive_tables(params, L: int, cfg: ModelConfig):
     enc = ENCODINGS[cfg.encoding]
     pos = jnp.arange(L)
-    z_ZxD = jnp.concatenate([params["embed"], enc.table(params, pos, jnp.asarray(L), cfg)])
+    z_ZxD = jnp.concatenate([params["embed"], enc.embed(params, pos, jnp.asarray(L), cfg)])
     q_ZxHxD, k_ZxHxD = _split(z_ZxD @ params["wq"], cfg), _split(z_ZxD @ params["wk"], cfg)
     tab_ZxZxH = jnp.einsum("zhd,yhd->zyh", q_ZxHxD, k_ZxHxD) * logit_scale(cfg)
     return tab_ZxZxH, _value_table(params, z_ZxD, cfg)
@@ -125,9 +133,11 @@ def _batched(make_tables, seq_fn):
     return factory
 
 
-FAST_HEADS = {
-    "rotary": _batched(relative_tables, relative_seq),
-    "bias": _batched(relative_tables, relative_seq),
-    "none": _batched(relative_tables, relative_seq),
-    "additive": _batched(additive_tables, additive_seq),
+TABLES = {  # per kind of encoding: (params, L, cfg) -> (logit table, value table)
+    "rotary": partial(relative_tables, rotary_content),
+    "bias": partial(relative_tables, plain_content),
+    "none": partial(relative_tables, plain_content),
+    "additive": additive_tables,
 }
+FAST_HEADS = {kind: _batched(tables, additive_seq if kind == "additive" else relative_seq)
+              for kind, tables in TABLES.items()}

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 from lgjax import fast, transformer
 from lgjax.attention import causal_attention
 from lgjax.config import ModelConfig, RunConfig
-from lgjax.encodings import ENCODINGS, d_head, rotate
+from lgjax.encodings import ENCODINGS, d_head
 from lgjax.tasks import TASKS
 
 
@@ -57,12 +57,9 @@ def project(params, tokens_L, length, cfg: ModelConfig):
     enc = ENCODINGS[cfg.encoding]
     pos = jnp.arange(tokens_L.shape[0])
     x_LxD = jax.nn.one_hot(tokens_L, params["embed"].shape[0]) @ params["embed"]
-    if enc.table is not None:
-        x_LxD = x_LxD + enc.table(params, pos, length, cfg)
+    x_LxD = x_LxD + enc.embed(params, pos, length, cfg)
     q, k, v = (heads_split(x_LxD @ params[w], cfg) for w in ("wq", "wk", "wv"))
-    if enc.freqs is not None:
-        q, k = rotate(q, pos, enc.freqs(cfg)), rotate(k, pos, enc.freqs(cfg))
-    return q, k, v
+    return enc.rotate(q, pos, cfg), enc.rotate(k, pos, cfg), v
 
 
 def general_apply(params, tokens_L, length, cfg: ModelConfig):

@@ -111,7 +111,7 @@ def decay_figure(res: dict, Ks, lengths, stem: Path) -> None:
             pts = ax.plot(x, 1 / peak, "o", ms=3, color=color,
                           label=f"K={K}" if s == 0 else None)[0]
             color = pts.get_color()
-            ax.plot(x, fit["alpha"] * x + fit["c"], "-", lw=0.7, color=color)
+            ax.plot(x, fit["alpha"] + fit["c"] * x, "-", lw=0.7, color=color)
     ax.set_xlabel("L - 1")
     ax.set_ylabel("1 / peak attention a*(L)")
     ax.legend(fontsize=8)
@@ -147,5 +147,89 @@ def mechanics_dynamics_figure(series: dict, stem: Path) -> None:
     ax.set_xscale("symlog", linthresh=1)
     ax.set_xlabel("step")
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    save(fig, stem)
+
+
+def _accuracy_panel(ax, lengths, curves: dict, chance: float | None, title: str) -> None:
+    """Mean accuracy over seeds (band: min-max) against evaluation length, one line per label."""
+    for label, acc in curves.items():
+        acc = np.asarray(acc, float)
+        line = ax.plot(lengths[:acc.shape[1]], acc.mean(0), marker="o", ms=3, label=label)[0]
+        ax.fill_between(lengths[:acc.shape[1]], acc.min(0), acc.max(0), alpha=0.15,
+                        color=line.get_color())
+    if chance is not None:
+        ax.axhline(chance, color="gray", ls=":", lw=0.8, label="chance")
+    ax.set_xlabel("evaluation length L")
+    ax.set_ylabel("accuracy (mean, min-max over seeds)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+
+
+def frequency_figure(res: dict, stem: Path) -> None:
+    """Accuracy against length per rotary base and offset, and the base's kernel ratios."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    curves = {f"K={res[n]['K']} base {res[n]['base']:g}": res[n]["accuracy"] for n in res["rows"]}
+    _accuracy_panel(axes[0], res["lengths"], curves, None, "RoPE accuracy by rotary base")
+    names = [n for n in res["rows"] if res[n]["K"] == res["K"]]
+    x = np.arange(len(names))
+    axes[1].bar(x - 0.2, [res[n]["g1_over_g0"] for n in names], 0.4, label="g(1)/g(0)")
+    axes[1].bar(x + 0.2, [res[n]["max_far_over_g0"] for n in names], 0.4,
+                label=f"max g(s)/g(0), s={res['far'][0]}..{res['far'][1]}")
+    axes[1].set_xticks(x, [f"{res[n]['base']:g}" for n in names])
+    axes[1].set_xlabel("rotary base")
+    axes[1].set_title("content-free kernel g(s) = sum_i cos(s theta_i)", fontsize=9)
+    axes[1].legend(fontsize=7)
+    fig.tight_layout()
+    save(fig, stem)
+
+
+def linear_figure(res: dict, stem: Path) -> None:
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    _accuracy_panel(ax, res["lengths"], {a: res[a]["accuracy"] for a in res["attentions"]},
+                    res.get("chance"), f"softmax vs linear attention (RoPE, K={res['K']})")
+    fig.tight_layout()
+    save(fig, stem)
+
+
+def variants_figure(res: dict, stem: Path) -> None:
+    """(a) accuracy by length per scheme and offset; (d) peak attention by length per H."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    a = {n[2:]: res[n]["accuracy"] for n in res["names"] if n.startswith("a-")}
+    _accuracy_panel(axes[0], res["lengths"], a, res.get("chance"),
+                    "other relative schemes: accuracy by length")
+    for n in (n for n in res["names"] if n.startswith("d-")):
+        peak = np.asarray(res[n]["peak_height_per_head"]).max(-1)  # [seeds, lengths]
+        axes[1].plot(res["lengths"], peak.mean(0), marker="o", ms=3, label=n[2:])
+    axes[1].set_xlabel("evaluation length L")
+    axes[1].set_ylabel("peak mean attention (max over heads)")
+    axes[1].set_title("more heads dilute more (d = 64)", fontsize=9)
+    axes[1].legend(fontsize=7)
+    fig.tight_layout()
+    save(fig, stem)
+
+
+def maxmargin_figure(res: dict, stem: Path) -> None:
+    """cos(trained W, max-margin W) over training steps per encoding, and under weight decay."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for enc in res["encodings"]:
+        traj = res[enc]["trajectory"]
+        steps = [int(s) for s in traj]
+        cos = np.asarray([traj[s]["cos"] for s in traj], float)  # [steps, seeds]
+        axes[0].plot(steps, cos.mean(1), marker="o", ms=3, label=enc)
+        axes[0].fill_between(steps, cos.min(1), cos.max(1), alpha=0.15)
+        wd = res[enc]["weight_decay"]
+        axes[1].plot([float(k) for k in wd], [np.mean(wd[k]["cos"]) for k in wd], marker="o",
+                     label=enc)
+    axes[0].set_xscale("symlog", linthresh=1)
+    axes[0].set_xlabel("training step")
+    axes[0].set_ylabel("cos(trained W, W_mm)")
+    axes[0].set_title("alignment with the attention-SVM selector", fontsize=9)
+    axes[1].set_xscale("log")
+    axes[1].set_xlabel("weight decay on W_Q, W_K (final step)")
+    axes[1].set_title("towards the wd -> 0 limit", fontsize=9)
+    for ax in axes:
+        ax.legend(fontsize=7)
     fig.tight_layout()
     save(fig, stem)

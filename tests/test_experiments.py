@@ -12,7 +12,7 @@ TINY = ["--steps", "3", "--batch", "8", "--no-progress"]
 
 def _run(tmp_path, name, *extra):
     if name != "maxmargin":
-        extra = ("--n-eval", "16", *extra)
+        extra = ("--eval-sequences", "16", *extra)
     out = tmp_path / name
     assert main([name, *TINY, "--out", str(out), "--ckpt-root", str(tmp_path / "ck"),
                  *extra]) == 0
@@ -34,7 +34,10 @@ def test_frequency(tmp_path):
 
 def test_shift(tmp_path):
     res = _run(tmp_path, "shift", "--seeds", "2", "--lengths", "12,16")
-    assert len(res["rope"]["curves"]) == 2 and res["ape"]["spread_absolute"] >= 0
+    curves = [np.asarray(c) for c in res["ape"]["curves"]]
+    assert [len(c) for c in curves] == [12, 16]
+    # the largest gap between the length-curves over the absolute positions both have
+    assert res["ape"]["spread_absolute"] == pytest.approx(np.abs(curves[0] - curves[1][:12]).max())
     assert (tmp_path / "shift" / "shift.png").exists()
 
 

@@ -11,40 +11,53 @@ Command: lgjax maxmargin        (~15 min here: each dual solve is a few seconds 
 
 from __future__ import annotations
 
-import time
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lgjax import checkpoints, keys, maxmargin, tasks
+from lgjax import checkpoints, keys, maxmargin, plots, tasks
 from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.encodings import ENCODINGS, rope_freqs
 from lgjax.experiments import common
+from lgjax.study import RunOptions
+
+SCALE = ("n_seqs",)
 
 
 @dataclass(frozen=True)
-class MaxMarginConfig:
+class Config:
     encodings: tuple[str, ...] = ("rope", "ape")  # one run each
     K: int = 2  # target offset
-    seeds: int = 5  # seeds 0..seeds-1
-    steps: int = 4000  # Adam steps
-    batch: int = 256  # sequences per step
     n_seqs: int = 256  # fixed sample of training sequences defining the constraints
     analyze_steps: tuple[int, ...] = (0, 64, 250, 1000, 4000)  # checkpoints compared with W_mm
     decays: tuple[float, ...] = (1e-2, 1e-3, 1e-4)  # weight decay on wq, wk for the limit runs
     iters: int = 3000  # FISTA iterations per dual solve
-    out: str = "results/maxmargin"  # results.json
-    ckpt_root: str = "checkpoints"  # runs in <ckpt_root>/maxmargin/...
-    resume: bool = False  # continue (or reload finished) runs
-    progress: bool = True  # progress bars
+    run: RunOptions = RunOptions(seeds=5)  # shared options
 
-    def run_config(self, encoding: str, decay: float = 0.0) -> RunConfig:
-        return RunConfig(TaskConfig("fixed_offset", offset=self.K), ModelConfig(encoding),
-                         TrainConfig(steps=self.steps, batch=self.batch, weight_decay=decay,
-                                     decay_params=("wq", "wk"), seeds=tuple(range(self.seeds))))
+
+def run_config(cfg: Config, encoding: str, decay: float = 0.0) -> RunConfig:
+    return RunConfig(TaskConfig("fixed_offset", offset=cfg.K), ModelConfig(encoding),
+                     TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch, weight_decay=decay,
+                                 decay_params=("wq", "wk"), seeds=common.seeds(cfg)))
+
+
+def runs(cfg: Config) -> dict[str, RunConfig]:
+    out = {}
+    for enc in cfg.encodings:
+        out[f"maxmargin/{enc}"] = run_config(cfg, enc)
+        out |= {f"maxmargin/{enc}-wd{lam:g}": run_config(cfg, enc, lam) for lam in cfg.decays}
+    return out
+
+
+def check(cfg: Config) -> None:
+    bad = [s for s in cfg.analyze_steps if not 0 <= s <= cfg.run.steps]
+    if bad:
+        from lgjax.config import ConfigError
+
+        raise ConfigError(f"--analyze-steps: {bad} outside 0..{cfg.run.steps} (--steps); "
+                          "pick checkpoint steps inside the run")
 
 
 def active_constraints(batch: tasks.Batch, K: int) -> np.ndarray:
@@ -61,12 +74,12 @@ def compare(params, rc: RunConfig, batch: tasks.Batch, iters: int) -> dict:
 
     def features(tokens, length):
         x = params["embed"][tokens]
-        return x + enc.table(params, jnp.arange(L), length, m) if enc.table is not None else x
+        return x + enc.embed(params, jnp.arange(L), length, m)
 
     c = maxmargin.constraints(features, batch.tokens, batch.length, rc.task.offset)
     keep = active_constraints(batch, rc.task.offset)  # drop padding rows: G shrinks to ~half
     c = maxmargin.Constraints(*(x[keep] for x in c))
-    if enc.freqs is not None:
+    if enc.kind == "rotary":  # the selector lives in the lifted rotary feature space
         freqs = jnp.asarray(rope_freqs(m))
         sol = maxmargin.solve(maxmargin.gram_rotary(c, freqs, L), c.valid_A, iters)
         selector = maxmargin.selector_rotary(c, sol.alpha_A, freqs)
@@ -79,47 +92,39 @@ def compare(params, rc: RunConfig, batch: tasks.Batch, iters: int) -> dict:
             "duality_gap": sol.duality_gap, "kkt_residual": sol.kkt_residual}
 
 
-def compare_seeds(params_S, rc: RunConfig, batch, iters: int) -> dict:
+def make_compare_seeds(rc: RunConfig, batch, iters: int):
+    """One compiled solve-and-compare over seeds, reused for every checkpoint of a run and
+    for its weight-decay siblings (they differ only in training, not in what is compared)."""
     fn = jax.jit(lambda ps: jax.lax.map(lambda p: compare(p, rc, batch, iters), ps))
-    return {k: np.asarray(v) for k, v in fn(params_S).items()}
+    return lambda params_S: {k: np.asarray(v) for k, v in fn(params_S).items()}
 
 
-def run(cfg: MaxMarginConfig) -> dict:
-    configs = [cfg.run_config(e, lam) for e in cfg.encodings for lam in (0.0, *cfg.decays)]
-    common.check_all(configs, ())
-    t0 = time.perf_counter()
-    root = Path(cfg.ckpt_root) / "maxmargin"
-    rc0 = cfg.run_config(cfg.encodings[0])
+def measure(cfg: Config, trained: dict) -> dict:
+    rc0 = run_config(cfg, cfg.encodings[0])
     batch = tasks.sample_batch(rc0.task, keys.probe(), cfg.n_seqs, rc0.train.lmin,
                                rc0.train.lmax, rc0.train.lmax)
-    res = {"experiment": "maxmargin", "config": asdict(cfg),
-           "reduced": common.is_reduced(cfg, n_seqs=256), "solver": "FISTA on the dual"}
+    res = {"solver": "FISTA on the dual", "encodings": list(cfg.encodings),
+           "seeds": cfg.run.seeds}
     for enc in cfg.encodings:
-        rc = cfg.run_config(enc)
-        run_dir = root / enc
-        common.train(rc, run_dir, resume=cfg.resume, progress=cfg.progress, label=enc)
-        _, run = checkpoints.open_run(run_dir)
-        traj = {}
-        for step in cfg.analyze_steps:
-            traj[step] = compare_seeds(run.restore(step).params, rc, batch, cfg.iters)
+        t = trained[f"maxmargin/{enc}"]
+        compare_seeds = make_compare_seeds(t.config, batch, cfg.iters)
+        _, run = checkpoints.open_run(t.run_dir)
+        traj = {step: compare_seeds(run.restore(step).params) for step in cfg.analyze_steps}
         run.close()
-        decayed = {}
-        for lam in cfg.decays:
-            rcd = cfg.run_config(enc, lam)
-            states, _ = common.train(rcd, root / f"{enc}-wd{lam:g}", resume=cfg.resume,
-                                     progress=cfg.progress, label=f"{enc} wd={lam:g}")
-            decayed[f"{lam:g}"] = compare_seeds(states.params, rcd, batch, cfg.iters)
+        decayed = {f"{lam:g}": compare_seeds(trained[f"maxmargin/{enc}-wd{lam:g}"].states.params)
+                   for lam in cfg.decays}
         res[enc] = {"trajectory": traj, "weight_decay": decayed}
-    res["wall_seconds"] = time.perf_counter() - t0
-    common.write_json(res, Path(cfg.out))
-    print(table(res, cfg))
     return res
 
 
-def table(res: dict, cfg: MaxMarginConfig) -> str:
-    lines = [f"cos(trained, W_mm) mean+-std over {cfg.seeds} seeds; solver: min margin (>= 1 "
+def figure(res: dict, stem) -> None:
+    plots.maxmargin_figure(res, stem)
+
+
+def table(res: dict) -> str:
+    lines = [f"cos(trained, W_mm) mean+-std over {res['seeds']} seeds; solver: min margin (>= 1 "
              "when solved), max |duality gap|, max KKT residual"]
-    for enc in cfg.encodings:
+    for enc in res["encodings"]:
         rows = [(f"step {s}", r) for s, r in res[enc]["trajectory"].items()]
         rows += [(f"wd {lam}", r) for lam, r in res[enc]["weight_decay"].items()]
         for label, r in rows:

@@ -16,9 +16,7 @@ plateau; APE out-of-range accuracy near chance for every lambda and every fix.
 from __future__ import annotations
 
 import dataclasses
-import time
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 
 import jax
 import numpy as np
@@ -26,6 +24,7 @@ import numpy as np
 from lgjax import analysis, dynamics, evaluate, plots
 from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.experiments import common
+from lgjax.study import RunOptions
 
 SWEEPS = {  # (d) one field changed per row, the rest at the reference
     "d": [{"d": 32}, {"d": 64}, {"d": 128}],
@@ -34,47 +33,55 @@ SWEEPS = {  # (d) one field changed per row, the rest at the reference
     "tau": [{"temperature": 0.5}, {"temperature": 1.0}, {"temperature": 2.0}],
 }
 FIXES = ("interp", "clamp", "rescale")
+SCALE = ("ape_seeds",)
 
 
 @dataclass(frozen=True)
-class MechanicsConfig:
+class Config:
     K: int = 2  # target offset of (a), (b), (d)
-    seeds: int = 5  # seeds of (a)/(b)
     ape_seeds: int = 3  # seeds of (c)
     decays: tuple[float, ...] = (0.0, 1e-4, 1e-2)  # (c) weight decay on the APE table
-    steps: int = 4000  # Adam steps of every run
-    batch: int = 256  # sequences per step
     eval_lengths: tuple[int, ...] = (12, 16, 20, 24, 32, 40, 48)  # evaluation lengths
-    n_eval: int = 4096  # evaluation sequences per length
     dyn_eval: int = 512  # (b) evaluation sequences per checkpoint
     parts: str = "abcd"  # which parts to run
-    out: str = "results/mechanics"  # results.json and figures
-    ckpt_root: str = "checkpoints"  # runs in <ckpt_root>/mechanics/...
-    resume: bool = False  # continue (or reload finished) runs
-    progress: bool = True  # progress bars
-
-    def rope(self, seeds: int, **over) -> RunConfig:
-        task = {k: over.pop(k) for k in ("vocab",) if k in over}
-        train = {k: over.pop(k) for k in ("lmin", "lmax") if k in over}
-        return RunConfig(TaskConfig("fixed_offset", offset=self.K, **task),
-                         ModelConfig("rope", **over),
-                         TrainConfig(steps=self.steps, batch=self.batch, seeds=tuple(range(seeds)),
-                                     **train))
-
-    def ape(self, decay: float) -> RunConfig:
-        return RunConfig(TaskConfig("fixed_offset", offset=self.K), ModelConfig("ape"),
-                         TrainConfig(steps=self.steps, batch=self.batch, weight_decay=decay,
-                                     seeds=tuple(range(self.ape_seeds))))
-
-    def configs(self) -> list[RunConfig]:
-        rows = [self.rope(1, **o) for opts in SWEEPS.values() for o in opts]
-        return [self.rope(self.seeds)] + [self.ape(lam) for lam in self.decays] + rows
+    run: RunOptions = RunOptions(seeds=5)  # shared options (seeds: of (a)/(b))
 
 
-def part_a(cfg: MechanicsConfig, run_dir: Path) -> dict:
-    rc = cfg.rope(cfg.seeds)
-    states, ev, times = common.train_eval(rc, run_dir, cfg.eval_lengths, cfg.n_eval,
-                                          resume=cfg.resume, progress=cfg.progress, label="(a)")
+def rope(cfg: Config, seeds: int, **over) -> RunConfig:
+    task = {k: over.pop(k) for k in ("vocab",) if k in over}
+    train = {k: over.pop(k) for k in ("lmin", "lmax") if k in over}
+    return RunConfig(TaskConfig("fixed_offset", offset=cfg.K, **task),
+                     ModelConfig("rope", **over),
+                     TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch,
+                                 seeds=tuple(range(seeds)), **train))
+
+
+def ape(cfg: Config, decay: float) -> RunConfig:
+    return RunConfig(TaskConfig("fixed_offset", offset=cfg.K),
+                     ModelConfig("ape", ape_oob="untrained"),
+                     TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch, weight_decay=decay,
+                                 seeds=tuple(range(cfg.ape_seeds))))
+
+
+def sweep_name(sweep: str, opts: dict) -> str:
+    return f"{sweep}-" + "-".join(f"{k}{v:g}" for k, v in opts.items())
+
+
+def runs(cfg: Config) -> dict[str, RunConfig]:
+    out = {}
+    if "a" in cfg.parts or "b" in cfg.parts:
+        out[f"rope-K{cfg.K}"] = rope(cfg, cfg.run.seeds)
+    if "c" in cfg.parts:
+        out |= {f"ape-wd{lam:g}": ape(cfg, lam) for lam in cfg.decays}
+    if "d" in cfg.parts:
+        out |= {sweep_name(sweep, o): rope(cfg, 1, **dict(o))
+                for sweep, options in SWEEPS.items() for o in options}
+    return {f"mechanics/{name}": rc for name, rc in out.items()}
+
+
+def part_a(cfg: Config, t) -> dict:
+    rc, states = t.config, t.states
+    ev = common.evaluate_run(t, cfg.eval_lengths, cfg.run)
     rows = []
     for j, L in enumerate(cfg.eval_lengths):
         prof = jax.vmap(lambda p, L=L: analysis.logit_profile(p, rc.model, L))(states.params)
@@ -82,90 +89,95 @@ def part_a(cfg: MechanicsConfig, run_dir: Path) -> dict:
         bound = np.asarray(analysis.margin_bound(mu, L))
         observed = np.asarray(ev.mean_attention)[:, j, 0, L - 1 - cfg.K]
         rows.append({"length": L, "margin": mu, "bound": bound, "observed": observed,
-                     "below_bound_seeds": [s for s in range(cfg.seeds) if observed[s] < bound[s]]})
-    return {"rows": rows, "accuracy": ev.accuracy, **times}
+                     "below_bound_seeds": [s for s in range(cfg.run.seeds)
+                                           if observed[s] < bound[s]]})
+    return {"rows": rows, "accuracy": ev.accuracy}
 
 
-def part_b(cfg: MechanicsConfig, run_dir: Path) -> dict:
-    _, rows = dynamics.analyze(run_dir, lengths=(16,), n_eval=cfg.dyn_eval)
+def part_b(cfg: Config, t) -> dict:
+    L = t.config.train.lmax  # dynamics read at the longest training length
+    _, rows = dynamics.analyze(t.run_dir, lengths=(L,), n_eval=cfg.dyn_eval)
     out = {}
-    for metric in ("carrier_key/h0", "carrier_query/h0", "sv_energy/h0", "accuracy@16"):
+    for metric in ("carrier_key/h0", "carrier_query/h0", "sv_energy/h0", f"accuracy@{L}"):
         steps, grid = dynamics.series(rows, metric)
         out[metric] = {"steps": steps, "mean": grid.mean(0), "min": grid.min(0),
                        "max": grid.max(0)}
     return out
 
 
-def part_c(cfg: MechanicsConfig, root: Path) -> dict:
-    beyond = [L for L in cfg.eval_lengths if L > 16]
+def part_c(cfg: Config, trained: dict) -> dict:
     res = {}
     for lam in cfg.decays:
-        rc = cfg.ape(lam)
-        states, ev, times = common.train_eval(rc, root / f"ape-wd{lam:g}", beyond, cfg.n_eval,
-                                              resume=cfg.resume, progress=cfg.progress,
-                                              label=f"(c) wd={lam:g}")
-        inside, outside = jax.vmap(lambda p: analysis.ape_row_norms(p, 16))(states.params)
+        t = trained[f"mechanics/ape-wd{lam:g}"]
+        rc, states, lmax = t.config, t.states, t.config.train.lmax
+        beyond = [L for L in cfg.eval_lengths if L > lmax]
+        ev = common.evaluate_run(t, beyond, cfg.run)
+        inside, outside = jax.vmap(lambda p, n=lmax: analysis.ape_row_norms(p, n))(states.params)
         pins = np.argmax(np.asarray(ev.mean_attention)[:, :, 0], -1)  # absolute position
         fixes = {}
         for fix in FIXES:
             fixed = dataclasses.replace(rc, model=dataclasses.replace(
                 rc.model, ape_oob=fix, ape_train_max=rc.train.lmax))
-            fixes[fix] = evaluate.evaluate(states.params, fixed, beyond, cfg.n_eval).accuracy
+            fixes[fix] = evaluate.evaluate(states.params, fixed, beyond,
+                                           cfg.run.eval_sequences).accuracy
         res[f"{lam:g}"] = {"lengths": beyond, "accuracy": ev.accuracy, "pin": pins,
-                           "norm_in_range": inside, "norm_beyond": outside, "fixes": fixes,
-                           **times}
+                           "norm_in_range": inside, "norm_beyond": outside, "fixes": fixes}
     return res
 
 
-def part_d(cfg: MechanicsConfig, root: Path) -> dict:
+def part_d(cfg: Config, trained: dict) -> dict:
     res = {}
     for sweep, options in SWEEPS.items():
         for opts in options:
-            rc = cfg.rope(1, **dict(opts))
-            name = f"{sweep}-" + "-".join(f"{k}{v:g}" for k, v in opts.items())
-            states, ev, times = common.train_eval(rc, root / name, cfg.eval_lengths, cfg.n_eval,
-                                                  resume=cfg.resume, progress=cfg.progress,
-                                                  label=f"(d) {name}")
+            name = sweep_name(sweep, opts)
+            t = trained[f"mechanics/{name}"]
+            ev = common.evaluate_run(t, cfg.eval_lengths, cfg.run)
             peak, offset = common.peak_head(ev)
-            hm = analysis.head_metrics(jax.tree.map(lambda x: x[0], states.params), rc.model,
-                                       cfg.K, max(cfg.eval_lengths))
+            hm = analysis.head_metrics(jax.tree.map(lambda x: x[0], t.states.params),
+                                       t.config.model, cfg.K, max(cfg.eval_lengths))
             res[name] = {"sweep": sweep, **opts, "carrier_key": float(hm["carrier_key"][0]),
                          "sv_energy": float(hm["sv_energy"][0]),
                          "fit": analysis.decay_fit(cfg.eval_lengths, peak[0]),
-                         "accuracy": ev.accuracy[0], "selected_offset": offset[0], **times}
+                         "accuracy": ev.accuracy[0], "selected_offset": offset[0]}
     return res
 
 
-def run(cfg: MechanicsConfig) -> dict:
-    common.check_all(cfg.configs(), cfg.eval_lengths)
-    t0 = time.perf_counter()
-    root = Path(cfg.ckpt_root) / "mechanics"
-    res = {"experiment": "mechanics", "config": asdict(cfg),
-           "reduced": common.is_reduced(cfg, ape_seeds=3)}
+def measure(cfg: Config, trained: dict) -> dict:
+    res = {"K": cfg.K, "parts": cfg.parts, "lengths": list(cfg.eval_lengths)}
     if "a" in cfg.parts:
-        res["a"] = part_a(cfg, root / f"rope-K{cfg.K}")
+        res["a"] = part_a(cfg, trained[f"mechanics/rope-K{cfg.K}"])
     if "b" in cfg.parts:
-        if "a" not in cfg.parts:
-            common.train(cfg.rope(cfg.seeds), root / f"rope-K{cfg.K}", resume=True,
-                         progress=cfg.progress)
-        res["b"] = part_b(cfg, root / f"rope-K{cfg.K}")
+        res["b"] = part_b(cfg, trained[f"mechanics/rope-K{cfg.K}"])
     if "c" in cfg.parts:
-        res["c"] = part_c(cfg, root)
+        res["c"] = part_c(cfg, trained)
     if "d" in cfg.parts:
-        res["d"] = part_d(cfg, root)
-    res["wall_seconds"] = time.perf_counter() - t0
-    out = Path(cfg.out)
-    common.write_json(res, out)
-    if "b" in res:
-        plots.mechanics_dynamics_figure(res["b"], out / "mechanics_dynamics")
-    print(table(res, cfg))
+        res["d"] = part_d(cfg, trained)
+        res["tau_readings"] = tau_readings(res["d"])
     return res
 
 
-def table(res: dict, cfg: MechanicsConfig) -> str:
+def tau_readings(rows: dict) -> dict:
+    """The study never defines tau: under "divide" the logits are l / tau (our temperature =
+    tau), under "multiply" they are l * tau (our temperature = 1 / tau). {tau: {reading: row}}
+    for every tau whose run exists under that reading."""
+    by_temp = {r["temperature"]: name for name, r in rows.items() if r["sweep"] == "tau"}
+    out = {}
+    for temp in sorted(by_temp):
+        for reading, tau in (("divide", temp), ("multiply", 1.0 / temp)):
+            out.setdefault(f"{tau:g}", {})[reading] = by_temp[temp]
+    return out
+
+
+def figure(res: dict, stem) -> None:
+    if "b" in res:
+        plots.mechanics_dynamics_figure(res["b"], stem.with_name("mechanics_dynamics"))
+
+
+def table(res: dict) -> str:
+    K = res["K"]
     lines = []
     if "a" in res:
-        lines += [f"(a) RoPE K={cfg.K}: margin bound vs observed attention at -K (mean over seeds)",
+        lines += [f"(a) RoPE K={K}: margin bound vs observed attention at -K (mean over seeds)",
                   f"{'L':>4s}{'mu':>9s}{'bound':>9s}{'observed':>10s}  seeds below bound"]
         for r in res["a"]["rows"]:
             lines.append(f"{r['length']:>4d}{np.mean(r['margin']):>9.3f}"
@@ -191,11 +203,20 @@ def table(res: dict, cfg: MechanicsConfig) -> str:
                          f"{np.mean(r['norm_in_range']):>9.2f}{np.mean(r['norm_beyond']):>9.2f}"
                          + "".join(f"{np.mean(r['fixes'][f]):>13.3f}" for f in FIXES))
     if "d" in res:
-        lines.append("(d) one-seed sweeps (RoPE): carrier fraction, SV energy, decay fit, acc@48")
+        L = max(res["lengths"])
+        lines.append(f"(d) one-seed sweeps (RoPE): carrier fraction, SV energy, decay fit, "
+                     f"acc@{L}")
         for name, r in res["d"].items():
             f = r["fit"]
             lines.append(f"{name:>22s} carrier {r['carrier_key']:.3f}  sv {r['sv_energy']:.3f}  "
-                         f"alpha {f['alpha']:.4f} c {f['c']:.3f} R^2 {f['r2']:.3f}  "
-                         f"acc@48 {r['accuracy'][-1]:.3f}  "
+                         f"alpha {f['alpha']:.3f} c {f['c']:.4f} R^2 {f['r2']:.3f}  "
+                         f"acc@{L} {r['accuracy'][-1]:.3f}  "
                          f"offsets {sorted(set(np.asarray(r['selected_offset']).tolist()))}")
+        lines.append("(d) tau under both readings (divide: logits / tau; multiply: logits * tau)")
+        for tau, readings in res["tau_readings"].items():
+            for reading, name in readings.items():
+                r = res["d"][name]
+                lines.append(f"  tau {tau:>4s} {reading:>8s} (run {name}): carrier "
+                             f"{r['carrier_key']:.3f}  alpha {r['fit']['alpha']:.3f} c "
+                             f"{r['fit']['c']:.4f}  acc@{L} {r['accuracy'][-1]:.3f}")
     return "\n".join(lines)

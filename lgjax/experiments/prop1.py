@@ -10,8 +10,7 @@ fit of 1/a*(L) on L-1.
 
 from __future__ import annotations
 
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import jax
@@ -20,25 +19,24 @@ import numpy as np
 from lgjax import analysis, plots, train
 from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.experiments import common
+from lgjax.study import RunOptions
 
 
 @dataclass(frozen=True)
-class Prop1Config:
+class Config:
     Ks: tuple[int, ...] = (1, 2, 3)  # target offsets, one run each
-    seeds: int = 5  # seeds 0..seeds-1
-    steps: int = 4000  # Adam steps
-    batch: int = 256  # sequences per step
     eval_lengths: tuple[int, ...] = (12, 16, 20, 24, 32, 40, 48)  # decay-fit lengths
-    n_eval: int = 4096  # evaluation sequences per length
-    out: str = "results/prop1"  # results.json and figure
-    ckpt_root: str = "checkpoints"  # runs in <ckpt_root>/prop1/K<K>
-    resume: bool = False  # continue (or reload finished) runs
-    progress: bool = True  # progress bars
+    run: RunOptions = RunOptions(seeds=5)  # shared options
 
-    def run_config(self, K: int) -> RunConfig:
-        return RunConfig(TaskConfig("fixed_offset", offset=K), ModelConfig("rope"),
-                         TrainConfig(steps=self.steps, batch=self.batch,
-                                     seeds=tuple(range(self.seeds))))
+
+def run_config(cfg: Config, K: int) -> RunConfig:
+    return RunConfig(TaskConfig("fixed_offset", offset=K), ModelConfig("rope"),
+                     TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch,
+                                 seeds=common.seeds(cfg)))
+
+
+def runs(cfg: Config) -> dict[str, RunConfig]:
+    return {f"prop1/K{K}": run_config(cfg, K) for K in cfg.Ks}
 
 
 def carrier_stats(params_S, cfg: RunConfig, L: int) -> dict:
@@ -46,42 +44,38 @@ def carrier_stats(params_S, cfg: RunConfig, L: int) -> dict:
     return {k: np.asarray(v)[:, 0] for k, v in hm.items()}  # head 0 (H = 1)
 
 
-def run(cfg: Prop1Config) -> dict:
-    common.check_all([cfg.run_config(K) for K in cfg.Ks], cfg.eval_lengths)
-    t0 = time.perf_counter()
-    res = {"experiment": "prop1", "config": asdict(cfg), "inverse_d": 1 / 64,
-           "reduced": common.is_reduced(cfg)}
+def measure(cfg: Config, trained: dict) -> dict:
+    res = {"Ks": list(cfg.Ks), "lengths": list(cfg.eval_lengths)}
+    L = max(cfg.eval_lengths)
     for K in cfg.Ks:
-        rc = cfg.run_config(K)
-        states, ev, times = common.train_eval(rc, Path(cfg.ckpt_root) / "prop1" / f"K{K}",
-                                              cfg.eval_lengths, cfg.n_eval, resume=cfg.resume,
-                                              progress=cfg.progress, label=f"prop1 K={K}")
-        final = carrier_stats(states.params, rc, max(cfg.eval_lengths))
-        init = carrier_stats(train.init_states(rc).params, rc, max(cfg.eval_lengths))
+        t = trained[f"prop1/K{K}"]
+        res["inverse_d"] = 1 / t.config.model.d
+        ev = common.evaluate_run(t, cfg.eval_lengths, cfg.run)
+        final = carrier_stats(t.states.params, t.config, L)
+        init = carrier_stats(train.init_states(t.config).params, t.config, L)
         peak, offset = common.peak_head(ev)
-        fits = [analysis.decay_fit(cfg.eval_lengths, peak[s]) for s in range(cfg.seeds)]
+        fits = [analysis.decay_fit(cfg.eval_lengths, peak[s]) for s in range(cfg.run.seeds)]
         res[f"K{K}"] = {
             "carrier_key": final["carrier_key"], "carrier_query": final["carrier_query"],
             "carrier_key_init": init["carrier_key"], "carrier_query_init": init["carrier_query"],
             "carrier_argmax": final["carrier_argmax"], "carrier_profile": final["carrier_profile"],
             "align_shifted": final["align_shifted"], "align_plain": final["align_plain"],
             "sv_energy": final["sv_energy"], "accuracy": ev.accuracy, "peak_height": peak,
-            "selected_offset": offset, "fits": fits, **times}
-    res["wall_seconds"] = time.perf_counter() - t0
-    out = Path(cfg.out)
-    common.write_json(res, out)
-    plots.decay_figure(res, cfg.Ks, cfg.eval_lengths, out / "prop1")
-    print(table(res, cfg.Ks))
+            "selected_offset": offset, "fits": fits}
     return res
 
 
-def table(res: dict, Ks) -> str:
+def figure(res: dict, stem: Path) -> None:
+    plots.decay_figure(res, res["Ks"], res["lengths"], stem)
+
+
+def table(res: dict) -> str:
     cols = ["carrier_key", "carrier_key_init", "carrier_query", "align_shifted", "align_plain",
             "sv_energy"]
     lines = [f"prop1 (mean+-std over seeds; 1/d = {res['inverse_d']:.4f})",
              f"{'K':>2s} " + "".join(f"{c:>19s}" for c in cols)
              + f"{'carrier argmax':>18s}{'alpha':>16s}{'c':>16s}{'R^2':>16s}"]
-    for K in Ks:
+    for K in res["Ks"]:
         r = res[f"K{K}"]
         fits = r["fits"]
         lines.append(f"{K:>2d} " + "".join(f"{common.mean_sd(r[c]):>19s}" for c in cols)

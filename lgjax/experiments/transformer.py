@@ -10,59 +10,60 @@ rows (Lmax-K)/(L-K); a RoPE head's offset profiles at 16 and 48 coincide and pea
 
 from __future__ import annotations
 
-import json
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from tqdm import tqdm
 
-from lgjax import checkpoints, plots, tasks, transformer
-from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig, validate
-from lgjax.devices import seed_mesh
+from lgjax import models, plots, tasks, transformer
+from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.experiments import common
 from lgjax.keys import EVAL, stream
-
-PAPER_SCALE = {"steps": 8000, "batch": 256}
+from lgjax.study import RunOptions
 
 
 @dataclass(frozen=True)
-class TransformerConfig:
+class Config:
     encodings: tuple[str, ...] = ("rope", "ape")  # one run per encoding
     K: int = 3  # shift: out[i] = in[i-K]
-    seeds: int = 1  # seeds 0..seeds-1
-    steps: int = 8000  # Adam steps
-    batch: int = 256  # sequences per step
     lr: float = 3e-4  # Adam learning rate
     layers: int = 2  # decoder blocks
     heads: int = 4  # heads per block
     d: int = 192  # width
     vocab: int = 20  # content tokens
-    train_lengths: tuple[int, int] = (8, 16)  # [lmin, lmax]
+    train_lengths: tuple[int, int] = (8, 16)  # LMIN,LMAX: training lengths, uniform
     eval_lengths: tuple[int, ...] = (12, 16, 24, 32, 48)  # evaluation lengths
     profile_lengths: tuple[int, ...] = (16, 48)  # lengths of the per-head offset profiles
-    n_eval: int = 1024  # evaluation sequences per length
-    out: str = "results/transformer"  # results.json and figure
-    ckpt_root: str = "checkpoints"  # runs go to <ckpt_root>/<run_name>/<encoding>
-    run_name: str = ""  # default transformer-K<K>
-    resume: bool = False  # continue existing runs
-    progress: bool = True  # progress bar
-    devices: int = 0  # devices for the seed axis (0: all that divide the seed count)
+    run_name: str = ""  # runs go to <ckpt-root>/<run-name>/<encoding> (default transformer-K<K>)
+    run: RunOptions = RunOptions(seeds=1, steps=8000, eval_sequences=1024)  # shared options
 
-    def run_config(self, encoding: str) -> RunConfig:
-        return RunConfig(
-            TaskConfig("shift", vocab=self.vocab, offset=self.K),
-            ModelConfig(encoding=encoding, arch="transformer", layers=self.layers,
-                        heads=self.heads, d=self.d, query="all"),
-            TrainConfig(steps=self.steps, batch=self.batch, lr=self.lr,
-                        lmin=self.train_lengths[0], lmax=self.train_lengths[1],
-                        seeds=tuple(range(self.seeds))))
 
-    def reduced(self) -> bool:
-        return common.is_reduced(self, seeds=1, n_eval=0, **PAPER_SCALE)
+def check(cfg: Config) -> None:
+    if len(cfg.train_lengths) != 2:
+        raise ConfigError("--train-lengths: give two numbers LMIN,LMAX, e.g. 8,16")
+    if not cfg.encodings:
+        raise ConfigError("--encodings: give at least one encoding, e.g. rope,ape")
+
+
+def eval_lengths(cfg: Config) -> tuple[int, ...]:
+    return tuple(sorted(set(cfg.eval_lengths) | set(cfg.profile_lengths)))
+
+
+def run_config(cfg: Config, encoding: str) -> RunConfig:
+    return RunConfig(
+        TaskConfig("shift", vocab=cfg.vocab, offset=cfg.K),
+        ModelConfig(encoding=encoding, arch="transformer", layers=cfg.layers,
+                    heads=cfg.heads, d=cfg.d, query="all", ape_oob="untrained"),
+        TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch, lr=cfg.lr,
+                    lmin=cfg.train_lengths[0], lmax=cfg.train_lengths[1],
+                    seeds=common.seeds(cfg)))
+
+
+def runs(cfg: Config) -> dict[str, RunConfig]:
+    root = cfg.run_name or f"transformer-K{cfg.K}"
+    return {f"{root}/{e}": run_config(cfg, e) for e in cfg.encodings}
 
 
 def offset_profile(mean_att_QxK: np.ndarray, K: int) -> np.ndarray:
@@ -80,19 +81,21 @@ def carrier_fraction(x_NxD: np.ndarray) -> float:
     return float(np.sum(x_NxD.mean(0) ** 2) / np.mean(np.sum(x_NxD**2, -1)))
 
 
-def evaluate_seed(params, key_data, rc: RunConfig, lengths, n_eval: int) -> dict:
-    m_in = m_out = rc.task.vocab
-    apply = jax.jit(transformer.apply_with_keys(rc.model, m_in, m_out))
-    out = {}
-    for L in lengths:
-        batch = tasks.sample_batch(rc.task, stream(key_data, EVAL, L), n_eval, L, L, L)
+def make_evaluator(rc: RunConfig, lengths, n_eval: int):
+    """evaluate(params, key_data) -> per-length metrics of one seed. One compiled apply for
+    every seed and length: each length is padded to the longest one."""
+    apply = jax.jit(transformer.apply_with_keys(rc.model, *models.vocab_sizes(rc)))
+    Lpad = max(lengths)
+
+    def one_length(params, key_data, L: int) -> dict:
+        batch = tasks.sample_batch(rc.task, stream(key_data, EVAL, L), n_eval, L, L, Lpad)
         logits, att, keys = apply(params, batch.tokens, batch.length)
-        correct = np.asarray((jnp.argmax(logits, -1) == batch.targets) & batch.mask)
-        mask = np.asarray(batch.mask)
+        correct = np.asarray((jnp.argmax(logits, -1) == batch.targets) & batch.mask)[:, :L]
+        mask = np.asarray(batch.mask)[:, :L]
         inside = np.arange(L) < rc.train.lmax
-        mean_att = np.asarray(att.mean(0))  # [layers, H, L, L]
-        keys = np.asarray(keys)  # [B, layers, L, H, dh]
-        out[L] = {
+        mean_att = np.asarray(att.mean(0))[..., :L, :L]  # [layers, H, L, L]
+        keys = np.asarray(keys)[:, :, :L]  # [B, layers, L, H, dh]
+        return {
             "accuracy": float(correct.sum() / mask.sum()),
             "accuracy_in_range": float(correct[:, inside].sum() / max(mask[:, inside].sum(), 1)),
             "accuracy_beyond": (float(correct[:, ~inside].sum() / mask[:, ~inside].sum())
@@ -103,7 +106,8 @@ def evaluate_seed(params, key_data, rc: RunConfig, lengths, n_eval: int) -> dict
             "key_carrier": [[carrier_fraction(keys[:, l, :, h].reshape(-1, keys.shape[-1]))
                              for h in range(rc.model.heads)] for l in range(rc.model.layers)],
         }
-    return out
+
+    return lambda params, key_data: {L: one_length(params, key_data, L) for L in lengths}
 
 
 def shift_head(per_length: dict, K: int, L: int) -> tuple[int, int]:
@@ -113,32 +117,19 @@ def shift_head(per_length: dict, K: int, L: int) -> tuple[int, int]:
     return tuple(int(i) for i in np.unravel_index(np.argmax(at_k), at_k.shape))
 
 
-def run(cfg: TransformerConfig) -> dict:
-    for enc in cfg.encodings:
-        validate(cfg.run_config(enc), cfg.eval_lengths)
-    seed_mesh(cfg.seeds, cfg.devices or None)
-    t0 = time.perf_counter()
-    results = {"experiment": "transformer", "config": asdict(cfg), "reduced": cfg.reduced(),
-               "lengths": list(cfg.eval_lengths), "train_lengths": list(cfg.train_lengths),
-               "K": cfg.K, "seeds": list(range(cfg.seeds)), "chance": 1.0 / cfg.vocab,
-               "expected_ape_accuracy": {  # in-range fraction of scored rows
-                   L: min(1.0, (cfg.train_lengths[1] - cfg.K) / (L - cfg.K))
-                   for L in cfg.eval_lengths}}
-    for enc in cfg.encodings:
-        rc = cfg.run_config(enc)
-        run_dir = Path(cfg.ckpt_root) / (cfg.run_name or f"transformer-K{cfg.K}") / enc
-        bar = tqdm(total=rc.train.steps, desc=f"transformer {enc}", disable=not cfg.progress)
-        t_enc = time.perf_counter()
-        states = checkpoints.train_run(rc, run_dir, resume=cfg.resume, devices=cfg.devices or None,
-                                       on_chunk=lambda step, *_, b=bar: b.update(step - b.n))
-        bar.close()
-        t_train = time.perf_counter() - t_enc
-        lengths = tuple(sorted(set(cfg.eval_lengths) | set(cfg.profile_lengths)))
-        per_seed = [evaluate_seed(jax.tree.map(lambda x, s=s: x[s], states.params),
-                                  np.asarray(states.key[s]), rc, lengths, cfg.n_eval)
-                    for s in range(cfg.seeds)]
+def measure(cfg: Config, trained: dict) -> dict:
+    res = {"lengths": list(cfg.eval_lengths), "train_lengths": list(cfg.train_lengths),
+           "K": cfg.K, "seeds": list(common.seeds(cfg)), "chance": 1.0 / cfg.vocab,
+           "encodings": list(cfg.encodings),
+           "expected_ape_accuracy": {  # in-range fraction of scored rows
+               L: min(1.0, (cfg.train_lengths[1] - cfg.K) / (L - cfg.K))
+               for L in cfg.eval_lengths}}
+    for name, t in trained.items():
+        evaluate_seed = make_evaluator(t.config, eval_lengths(cfg), cfg.run.eval_sequences)
+        per_seed = [evaluate_seed(jax.tree.map(lambda x, s=s: x[s], t.states.params),
+                                  np.asarray(t.states.key[s])) for s in range(cfg.run.seeds)]
         heads = [shift_head(ps, cfg.K, max(cfg.profile_lengths)) for ps in per_seed]
-        results[enc] = {
+        res[Path(name).name] = {
             "accuracy": [[ps[L]["accuracy"] for L in cfg.eval_lengths] for ps in per_seed],
             "accuracy_in_range": [[ps[L]["accuracy_in_range"] for L in cfg.eval_lengths]
                                   for ps in per_seed],
@@ -149,25 +140,21 @@ def run(cfg: TransformerConfig) -> dict:
             "shift_head": heads,
             "shift_head_key_carrier": [ps[max(cfg.profile_lengths)]["key_carrier"][l][h]
                                        for ps, (l, h) in zip(per_seed, heads)],
-            "inverse_d_head": cfg.heads / cfg.d,
-            "run_dir": str(run_dir), "train_seconds": t_train,
-            "eval_seconds": time.perf_counter() - t_enc - t_train,
-        }
-    results["wall_seconds"] = time.perf_counter() - t0
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(results, indent=1))
-    plots.transformer_figure(results, cfg.encodings, out / "transformer")
-    print(table(results, cfg.encodings))
-    return results
+            "inverse_d_head": cfg.heads / cfg.d}
+    return res
 
 
-def table(results: dict, encodings) -> str:
+def figure(res: dict, stem: Path) -> None:
+    plots.transformer_figure(res, res["encodings"], stem)
+
+
+def table(results: dict) -> str:
+    encodings = results["encodings"]
     lengths = results["lengths"]
     lines = ["per-token accuracy by length (seed 0); APE expectation (Lmax-K)/(L-K)",
              f"{'':22s}" + "".join(f"{'L=' + str(L):>9s}" for L in lengths)]
     exp = results["expected_ape_accuracy"]
-    lines.append(f"{'(Lmax-K)/(L-K)':22s}" + "".join(f"{exp[L]:>9.3f}" for L in lengths))
+    lines.append(f"{'(Lmax-K)/(L-K)':22s}" + "".join(f"{exp[str(L)]:>9.3f}" for L in lengths))
     for enc in encodings:
         r = results[enc]
         for key in ("accuracy", "accuracy_in_range", "accuracy_beyond"):
@@ -176,7 +163,8 @@ def table(results: dict, encodings) -> str:
     for enc in encodings:
         r = results[enc]
         l, h = r["shift_head"][0]
-        peaks = {L: int(np.argmax(r["profiles"][L][0][l][h])) - (L - 1) for L in r["profiles"]}
+        peaks = {L: int(np.argmax(r["profiles"][L][0][l][h])) - (int(L) - 1)
+                 for L in r["profiles"]}
         lines.append(f"{enc}: shift head = layer {l} head {h}; profile argmax by length {peaks}; "
                      f"key carrier fraction {r['shift_head_key_carrier'][0]:.3f} vs 1/d_head "
                      f"{r['inverse_d_head']:.4f}")

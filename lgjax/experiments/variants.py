@@ -13,57 +13,53 @@ heads dilute more.
 
 from __future__ import annotations
 
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lgjax import analysis
+from lgjax import analysis, plots
 from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.encodings import d_head
 from lgjax.experiments import common
+from lgjax.study import RunOptions
 
 
 @dataclass(frozen=True)
-class VariantsConfig:
+class Config:
     schemes: tuple[str, ...] = ("alibi", "t5", "rope")  # (a) encodings
     scheme_Ks: tuple[int, ...] = (1, 2)  # (a) offsets
     carrier_Ks: tuple[int, ...] = (2, 3, 4, 5)  # (c) offsets
     head_counts: tuple[int, ...] = (1, 4)  # (d) H at d = 64
     mode_heads: tuple[int, ...] = (1, 2)  # (b) H for the content-conditioned task
-    seeds: int = 5  # seeds 0..seeds-1
-    steps: int = 4000  # Adam steps
-    batch: int = 256  # sequences per step
     eval_lengths: tuple[int, ...] = (12, 16, 20, 24, 32, 40, 48)  # evaluation lengths
-    n_eval: int = 4096  # evaluation sequences per length
     parts: str = "abcd"  # which parts to run
-    out: str = "results/variants"  # results.json
-    ckpt_root: str = "checkpoints"  # runs in <ckpt_root>/variants/...
-    resume: bool = False  # continue (or reload finished) runs
-    progress: bool = True  # progress bars
+    run: RunOptions = RunOptions(seeds=5)  # shared options
 
-    def rc(self, task: str, K: int, encoding: str = "rope", heads: int = 1) -> RunConfig:
-        return RunConfig(TaskConfig(task, offset=K, offset2=3), ModelConfig(encoding, heads=heads),
-                         TrainConfig(steps=self.steps, batch=self.batch,
-                                     seeds=tuple(range(self.seeds))))
 
-    def runs(self) -> dict[str, RunConfig]:
-        out = {}
-        if "a" in self.parts:
-            out |= {f"a-{e}-K{K}": self.rc("fixed_offset", K, e)
-                    for e in self.schemes for K in self.scheme_Ks}
-        if "b" in self.parts:
-            out |= {f"b-two_offset-H{h}": self.rc("two_offset", 1, heads=h)
-                    for h in self.mode_heads}
-        if "c" in self.parts:
-            out |= {f"c-rope-K{K}": self.rc("fixed_offset", K) for K in self.carrier_Ks}
-        if "d" in self.parts:
-            out |= {f"d-rope-H{h}": self.rc("fixed_offset", 2, heads=h)
-                    for h in self.head_counts}
-        return out
+def run_config(cfg: Config, task: str, K: int, encoding: str = "rope",
+               heads: int = 1) -> RunConfig:
+    return RunConfig(TaskConfig(task, offset=K, offset2=3), ModelConfig(encoding, heads=heads),
+                     TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch,
+                                 seeds=common.seeds(cfg)))
+
+
+def runs(cfg: Config) -> dict[str, RunConfig]:
+    out = {}
+    if "a" in cfg.parts:
+        out |= {f"a-{e}-K{K}": run_config(cfg, "fixed_offset", K, e)
+                for e in cfg.schemes for K in cfg.scheme_Ks}
+    if "b" in cfg.parts:
+        out |= {f"b-two_offset-H{h}": run_config(cfg, "two_offset", 1, heads=h)
+                for h in cfg.mode_heads}
+    if "c" in cfg.parts:
+        out |= {f"c-rope-K{K}": run_config(cfg, "fixed_offset", K) for K in cfg.carrier_Ks}
+    if "d" in cfg.parts:
+        out |= {f"d-rope-H{h}": run_config(cfg, "fixed_offset", 2, heads=h)
+                for h in cfg.head_counts}
+    return {f"variants/{name}": rc for name, rc in out.items()}
 
 
 def mode_profile_peaks(params, cfg: RunConfig, L: int) -> np.ndarray:
@@ -77,40 +73,40 @@ def mode_profile_peaks(params, cfg: RunConfig, L: int) -> np.ndarray:
     return np.asarray(jnp.argmax(prof, -1) - (L - 1))
 
 
-def summarise(name: str, rc: RunConfig, states, ev) -> dict:
+def summarise(rc: RunConfig, states, ev, L: int) -> dict:
     peak, offset = common.peak_head(ev)
-    hm = jax.vmap(lambda p: analysis.head_metrics(p, rc.model, rc.task.offset, 48))(states.params)
+    hm = jax.vmap(lambda p: analysis.head_metrics(p, rc.model, rc.task.offset, L))(states.params)
     out = {"accuracy": ev.accuracy, "selected_offset": offset, "peak_height": peak,
            "peak_height_per_head": ev.peak_height, "sv_energy_per_head": hm["sv_energy"],
            "carrier_argmax": hm["carrier_argmax"], "carrier_key": hm["carrier_key"]}
     if rc.task.name == "two_offset":
+        L_in = rc.train.lmax
         out["mode_profile_peaks"] = np.stack([mode_profile_peaks(
-            jax.tree.map(lambda x, s=s: x[s], states.params), rc, 16)
+            jax.tree.map(lambda x, s=s: x[s], states.params), rc, L_in)
             for s in range(len(rc.train.seeds))])
     return out
 
 
-def run(cfg: VariantsConfig) -> dict:
-    runs = cfg.runs()
-    common.check_all(list(runs.values()), cfg.eval_lengths)
-    t0 = time.perf_counter()
-    res = {"experiment": "variants", "config": asdict(cfg), "lengths": list(cfg.eval_lengths),
-           "reduced": common.is_reduced(cfg)}
-    for name, rc in runs.items():
-        lengths = (12, 16) if rc.task.name == "two_offset" else cfg.eval_lengths
-        states, ev, times = common.train_eval(rc, Path(cfg.ckpt_root) / "variants" / name,
-                                              lengths, cfg.n_eval, resume=cfg.resume,
-                                              progress=cfg.progress, label=name)
-        res[name] = {**summarise(name, rc, states, ev), **times}
-    res["wall_seconds"] = time.perf_counter() - t0
-    common.write_json(res, Path(cfg.out))
-    print(table(res, runs))
+def measure(cfg: Config, trained: dict) -> dict:
+    res = {"lengths": list(cfg.eval_lengths), "names": [], "chance": 1.0 / TaskConfig().vocab}
+    for path, t in trained.items():
+        name, rc = Path(path).name, t.config
+        # the content-conditioned task is judged inside its training range only
+        lengths = (tuple(L for L in cfg.eval_lengths if L <= rc.train.lmax)
+                   if rc.task.name == "two_offset" else cfg.eval_lengths)
+        ev = common.evaluate_run(t, lengths, cfg.run)
+        res[name] = summarise(rc, t.states, ev, max(cfg.eval_lengths))
+        res["names"].append(name)
     return res
 
 
-def table(res: dict, runs: dict) -> str:
+def figure(res: dict, stem) -> None:
+    plots.variants_figure(res, stem)
+
+
+def table(res: dict) -> str:
     lines = []
-    for name in runs:
+    for name in res["names"]:
         r = res[name]
         acc = np.asarray(r["accuracy"]).mean(0)
         offs = sorted(set(np.asarray(r["selected_offset"]).ravel().tolist()))

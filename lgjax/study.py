@@ -1,0 +1,206 @@
+"""The one study harness: validate everything, train what is missing, measure, write, print, draw.
+
+A study is a module in `lgjax.experiments` holding
+  Config                      a frozen dataclass (a `# comment` per field becomes its --help);
+                              its `run: RunOptions` field holds the shared options, and its
+                              defaults are the published scale (below them a result is "reduced")
+  runs(cfg) -> {name: RunConfig}   what to train ({} for a training-free study); a name is the
+                              run directory under <ckpt_root>/, so studies can share runs
+  measure(cfg, trained) -> dict    numbers from the trained states (JSON-able: arrays allowed)
+  table(result) -> str        what is printed
+  figure(result, stem)        optional: writes stem.png and stem.pdf
+  eval_lengths(cfg)           optional: every length the study evaluates (default cfg.eval_lengths)
+  SCALE                       optional: study fields that count as scale (e.g. "ape_seeds")
+`run_study(module, cfg)` does the rest, identically for every study.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+from tqdm import tqdm
+
+from lgjax import checkpoints, train
+from lgjax.config import ConfigError, RunConfig, validate
+from lgjax.devices import seed_mesh
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    seeds: int = 5  # seeds 0..seeds-1 of every run
+    steps: int = 4000  # Adam steps of every run
+    batch: int = 256  # training sequences per step (per seed)
+    eval_sequences: int = 4096  # fresh evaluation sequences per length (per seed)
+    out: str = ""  # results folder (default: results/<study>)
+    ckpt_root: str = "checkpoints"  # run directories live under this folder
+    resume: bool = False  # continue unfinished runs from their latest checkpoint
+    progress: bool = True  # progress bars (on stderr)
+    devices: int = 0  # devices the seed axis is split over (0: all that divide the seed count)
+
+
+@dataclass(frozen=True)
+class Trained:
+    config: RunConfig  # what was trained
+    states: train.TrainState  # final stacked (seed-axis) state
+    run_dir: Path  # where its checkpoints are
+    seconds: float  # wall time of training (or of reloading a finished run)
+
+
+def name_of(module: ModuleType) -> str:
+    return module.__name__.rsplit(".", 1)[-1]
+
+
+def out_dir(module: ModuleType, cfg) -> Path:
+    return Path(cfg.run.out or f"results/{name_of(module)}")
+
+
+def is_reduced(module: ModuleType, cfg) -> bool:
+    """Below the study's published scale (its Config defaults) in any scale field."""
+    paper = module.Config()
+    fields = [(cfg.run, paper.run, f) for f in ("seeds", "steps", "batch", "eval_sequences")]
+    fields += [(cfg, paper, f) for f in getattr(module, "SCALE", ())]
+    return any(getattr(a, f) < getattr(b, f) for a, b, f in fields)
+
+
+def eval_lengths(module: ModuleType, cfg) -> tuple[int, ...]:
+    get = getattr(module, "eval_lengths", None)
+    return tuple(get(cfg) if get else getattr(cfg, "eval_lengths", ()))
+
+
+def check_options(opts: RunOptions) -> None:
+    for name in ("seeds", "steps", "batch", "eval_sequences"):
+        if getattr(opts, name) < 1:
+            raise ConfigError(f"--{name.replace('_', '-')}: must be >= 1, got "
+                              f"{getattr(opts, name)}")
+    if opts.devices < 0:
+        raise ConfigError(f"--devices: must be >= 0 (0 = all that divide the seed count), got "
+                          f"{opts.devices}")
+
+
+def check_writable(path: Path, flag: str) -> None:
+    """The folder exists or can be made, and a file can be written in it (checked up front)."""
+    probe = path
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ConfigError(f"{flag}: {probe} is a file, not a folder; choose another path")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError(f"{flag}: {probe} is not writable; choose a folder you can write")
+
+
+def saved_steps(run_dir: Path) -> list[int]:
+    """Committed checkpoint steps (orbax names a step's folder by its number; a save in
+    progress lives in a *.orbax-checkpoint-tmp folder and does not count)."""
+    if not run_dir.is_dir():
+        return []
+    return sorted(int(p.name) for p in run_dir.iterdir() if p.is_dir() and p.name.isdigit())
+
+
+def is_finished(run_dir: Path, rc: RunConfig) -> bool:
+    return rc.train.steps in saved_steps(run_dir)
+
+
+def check_run_dir(run_dir: Path, rc: RunConfig, resume: bool) -> None:
+    """The run directory is free, or holds this very config (finished, or resumable)."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"--ckpt-root: {run_dir} is a file, not a run directory; move it or "
+                          "choose another --ckpt-root")
+    steps = saved_steps(run_dir)
+    if (run_dir / checkpoints.CONFIG_FILE).exists():
+        saved = checkpoints.read_config(run_dir)
+        diffs = checkpoints.config_diff(saved, rc)
+        if diffs:
+            raise ConfigError(f"run directory {run_dir} holds a different config ("
+                              + "; ".join(diffs[:6]) + "); choose another --ckpt-root or "
+                              "delete that directory")
+    elif steps:
+        raise ConfigError(f"run directory {run_dir} has checkpoints but no config.json, so "
+                          "what they hold is unknown; move it away or choose another --ckpt-root")
+    if steps and not resume and rc.train.steps not in steps:
+        raise ConfigError(f"run directory {run_dir} holds an unfinished run (latest step "
+                          f"{steps[-1]} of {rc.train.steps}); pass --resume to continue it or "
+                          "choose another --ckpt-root")
+
+
+def preflight(module: ModuleType, cfg) -> dict[str, RunConfig]:
+    """Every check of every run, before anything trains, compiles or is written."""
+    check_options(cfg.run)
+    if hasattr(module, "check"):
+        module.check(cfg)
+    runs = module.runs(cfg)
+    lengths = eval_lengths(module, cfg)
+    for name, rc in runs.items():
+        validate(rc, lengths)
+        seed_mesh(len(rc.train.seeds), cfg.run.devices or None)
+        check_run_dir(Path(cfg.run.ckpt_root) / name, rc, cfg.run.resume)
+    check_writable(out_dir(module, cfg), "--out")
+    if runs:
+        check_writable(Path(cfg.run.ckpt_root), "--ckpt-root")
+    return runs
+
+
+def train_one(rc: RunConfig, run_dir: Path, opts: RunOptions, label: str) -> Trained:
+    """Train (or continue, or reload a finished run) with checkpoints; a progress bar."""
+    bar = tqdm(total=rc.train.steps, desc=label, disable=not opts.progress)
+
+    def tick(step, states, loss_S):
+        bar.update(step - bar.n)
+        if loss_S is not None:
+            bar.set_postfix(loss=f"{float(np.mean(loss_S)):.3f}")
+
+    t0 = time.perf_counter()
+    resume = opts.resume or is_finished(run_dir, rc)  # a finished run is reloaded, not redone
+    states = checkpoints.train_run(rc, run_dir, resume=resume, on_chunk=tick,
+                                   devices=opts.devices or None)
+    bar.close()
+    return Trained(rc, states, run_dir, time.perf_counter() - t0)
+
+
+def write_json(result: dict, out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "results.json"
+    path.write_text(json.dumps(result, indent=1, default=jsonable))
+    return path
+
+
+def jsonable(x):
+    if hasattr(x, "tolist"):
+        return np.asarray(x).tolist()
+    if isinstance(x, Path):
+        return str(x)
+    raise TypeError(f"not JSON-able: {type(x)}")
+
+
+def run_study(module: ModuleType, cfg) -> dict:
+    """Validate, train, measure, write results.json, print the table, draw the figure."""
+    runs = preflight(module, cfg)
+    t0 = time.perf_counter()
+    trained = {name: train_one(rc, Path(cfg.run.ckpt_root) / name, cfg.run, name)
+               for name, rc in runs.items()}
+    t_train = time.perf_counter() - t0
+    result = {"experiment": name_of(module), "config": dataclasses.asdict(cfg),
+              "reduced": is_reduced(module, cfg),
+              **module.measure(cfg, trained),
+              "run_dirs": {name: str(t.run_dir) for name, t in trained.items()},
+              "train_seconds": {name: t.seconds for name, t in trained.items()}}
+    result["measure_seconds"] = time.perf_counter() - t0 - t_train
+    result["wall_seconds"] = time.perf_counter() - t0
+    result = json.loads(json.dumps(result, default=jsonable))  # what the file holds, exactly
+    out = out_dir(module, cfg)
+    written = [write_json(result, out).name]
+    if hasattr(module, "write_extra"):
+        written += module.write_extra(result, out)
+    if hasattr(module, "figure"):
+        module.figure(result, out / name_of(module))
+        written += [f"{name_of(module)}.png/.pdf"]
+    print(module.table(result))
+    print(f"wrote {out}/: {', '.join(written)} ({result['wall_seconds']:.1f} s"
+          f"{', reduced scale' if result['reduced'] else ''})")
+    return result
