@@ -18,6 +18,7 @@ import html
 import json
 import math
 import shutil
+import textwrap
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from lgjax.claims import DIFFERS, FAILS, HOLDS, MATCHES, NOT_RUN, Verdict
 
 MARK = {MATCHES: "matches", DIFFERS: "DIFFERS", NOT_RUN: "not run", HOLDS: "holds",
         FAILS: "FAILS"}
-SUMMARY_WIDTH = 160  # characters per line of the stdout summary (the report has every detail)
+SUMMARY_WIDTH = 120  # characters per line of the stdout summary (the report has every detail)
 
 
 # ---------------------------------------------------------------- formatting
@@ -100,10 +101,14 @@ def summary(verdicts: list[Verdict], results: dict[str, dict], reduced: bool,
              f"{several}); {n['differs']} differ, {n['claims_not_run']} not run",
              f"expectations: {n['holds']} of {n['expectations']} hold, {n['fails']} fail, "
              f"{n['expectations_not_run']} not run"]
-    differ = [v for v in verdicts if v.status in (DIFFERS, FAILS)]
+    differ = [v for v in verdicts if v.status == DIFFERS]
     if differ:
-        lines.append("differ / fail:")
+        lines.append("claims that differ (published vs measured; report.md has every value):")
         lines += [_clip(f"  {v.label}: {v.detail}") for v in differ]
+    fail = [v.id for v in verdicts if v.status == FAILS]
+    if fail:
+        lines += textwrap.wrap("expectations that fail: " + ", ".join(fail), SUMMARY_WIDTH,
+                               subsequent_indent="  ")
     why = defaultdict(list)
     for v in verdicts:
         if v.status == NOT_RUN:

@@ -204,7 +204,7 @@ def test_not_run_says_why(study, pub):
         "measurement missing: mechanics/d/tau-temperature2"
     assert v[f"t4.tau=0.5 [{TAU_MULT}]"].status == C.NOT_RUN
     assert v[f"t4.tau=0.5 [{IB.TAU_DIVIDES}]"].status == C.MATCHES
-    assert v["t5.base1000"].detail == ("frequency row 1000 ran at K = 1; the claim is about "
+    assert v["t5.base1000"].detail == ("frequency row 1000 ran at K = 1; this check needs "
                                        "K = 2")
     assert v["t8.H4_peak"].detail == "measurement missing: variants/d-rope-H4/peak_height"
     assert v["t1.rope_acc"].status == C.NOT_RUN and "measurement missing" in v["t1.rope_acc"].detail
@@ -222,7 +222,7 @@ def test_run_at_the_wrong_setting_is_not_run(study, pub):
     res = faithful(pub)
     res["multiseed"]["K"] = 2
     v = by_label(C.check(study, res))
-    assert v["t1.rope_acc"].detail == "multiseed ran at K = 2; the claim is about K = 1"
+    assert v["t1.rope_acc"].detail == "multiseed ran at K = 2; this check needs K = 1"
 
 
 # ---------------------------------------------------------------- tolerances
@@ -400,6 +400,7 @@ def test_report_files_are_written_and_self_contained(study, pub, tmp_path):
     res = faithful(pub)
     res["prop1"]["K1"]["fits"] = [{"alpha": 0.02, "c": 0.8, "r2": 0.9}] * S  # swapped names
     res["multiseed"]["reduced"] = True
+    res["shift"]["rope"]["spread_relative"] = 0.9  # an expectation fails, no claim moves
     del res["transformer"]
     verdicts = C.check(study, res)
     figs = {"multiseed": png(tmp_path / "multiseed.png"),
@@ -413,6 +414,8 @@ def test_report_files_are_written_and_self_contained(study, pub, tmp_path):
     assert any(ln.startswith("  t2.K1.alpha: 0.02 vs 0.82: off by 0.8") for ln in lines)
     assert "  experiment not run: transformer: f6.rope_L48, f6.ape, f6.key_frac, " \
         "transformer.rope_near_1" in text
+    assert "expectations: 18 of 22 hold, 1 fail, 3 not run" in lines
+    assert "expectations that fail: shift.rope_relative" in lines
     assert len(lines) < 40
     page = (out / "report.html").read_text()
     assert page.count("src=\"data:image/png;base64,") == 2
