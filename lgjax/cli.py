@@ -27,6 +27,7 @@ COMMANDS = {  # name: (module, one-line help)
     "transformer": ("lgjax.experiments.transformer", "2-layer decoder on the shift task"),
     "dynamics": ("lgjax.dynamics", "metrics over training, read from a run's checkpoints"),
     "bench": ("lgjax.bench", "speed of the multi-seed step vs the alternatives"),
+    "reproduce": ("lgjax.reproduce", "run a study's experiments and check every published claim"),
 }
 
 PARSERS = {"int": int, "float": float, "str": str}
@@ -50,8 +51,9 @@ def add_fields(parser: argparse.ArgumentParser, cls, defaults) -> None:
             continue
         default, help_text = getattr(defaults, f.name), helps.get(f.name, "")
         kind = str(f.type)
-        if f.metadata.get("positional"):
-            parser.add_argument(f.name, help=help_text)
+        if f.metadata.get("positional"):  # optional when it has a non-empty default
+            parser.add_argument(f.name, help=help_text, default=default,
+                                nargs="?" if default != "" else None)
         elif kind == "bool":
             parser.add_argument("--" + f.name.replace("_", "-"), default=default,
                                 action=argparse.BooleanOptionalAction, help=help_text)

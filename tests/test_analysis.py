@@ -60,7 +60,7 @@ def test_logit_profile_equals_mean_logit_over_content():
 
 def test_head_metrics_at_init_near_one_over_m():
     cfg = tiny("rope", d=64)
-    cfg = cfg.__class__(cfg.task.__class__("fixed_offset", vocab=20, K=1), cfg.model, cfg.train)
+    cfg = cfg.__class__(cfg.task.__class__("fixed_offset", vocab=20, offset=1), cfg.model, cfg.train)
     p = models.init_params(jax.random.key(0), cfg)
     hm = analysis.head_metrics(p, cfg.model, K=1, L=16)
     assert 0.0 < float(hm["carrier_key"][0]) < 0.2

@@ -57,10 +57,21 @@ def test_alibi_and_clip_biases():
 
 
 def test_ape_positions_beyond_table_error_names_field():
-    cfg = RunConfig(model=ModelConfig(encoding="ape", ape_size=32))
+    cfg = RunConfig(model=ModelConfig(encoding="ape", ape_size=32, ape_oob="untrained"))
     with pytest.raises(ConfigError, match="ape_size"):
         validate(cfg, eval_lengths=(48,))
     validate(cfg, eval_lengths=(32,))
+
+
+def test_ape_untrained_rows_are_read_only_when_asked():
+    """Rows past train.lmax never get gradient: the default refuses to evaluate there."""
+    cfg = RunConfig(model=ModelConfig(encoding="ape"))  # lmax 16, ape_oob "error"
+    with pytest.raises(ConfigError, match="ape_oob"):
+        validate(cfg, eval_lengths=(17,))
+    validate(cfg, eval_lengths=(16,))
+    clamp_past = RunConfig(model=ModelConfig(encoding="ape", ape_oob="clamp", ape_train_max=20))
+    with pytest.raises(ConfigError, match="ape_train_max"):  # would clamp onto untrained rows
+        validate(clamp_past, eval_lengths=(48,))
 
 
 def test_ape_inference_fixes_map_into_trained_range():
