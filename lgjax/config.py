@@ -21,6 +21,10 @@ class TaskConfig:
     offset: int = 1  # fixed_offset, shift, skip: row i reads i - offset; two_offset: 1st mode
     offset2: int = 3  # two_offset: the offset the second mode token picks
     slot: int = 2  # pos: every row i > slot reads the absolute position `slot`
+    anchor_slot: int = 2  # absolute_anchor: the label is the content token at this slot (0 = first)
+    copy_offset: int = 3  # offset_copy: the label is the token this many positions before the query
+    period: int = 5  # periodic_marker: record length P; the label is the query's phase (chance 1/P)
+    pad_prefix: int = 0  # contract tasks: PAD tokens before the content (0 in training)
 
 
 @dataclass(frozen=True)
