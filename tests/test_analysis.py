@@ -33,7 +33,8 @@ def test_margin_and_bound_on_constructed_profile():
 def test_decay_fit_recovers_a_line():
     L = np.array([12, 16, 24, 48])
     fit = analysis.decay_fit(L, 1.0 / (0.05 * (L - 1) + 1.0))
-    assert fit["alpha"] == pytest.approx(1.0) and fit["c"] == pytest.approx(0.05)  # intercept, slope
+    # alpha is the intercept, c the slope
+    assert fit["alpha"] == pytest.approx(1.0) and fit["c"] == pytest.approx(0.05)
     assert fit["r2"] == pytest.approx(1.0)
 
 
@@ -60,7 +61,8 @@ def test_logit_profile_equals_mean_logit_over_content():
 
 def test_head_metrics_at_init_near_one_over_m():
     cfg = tiny("rope", d=64)
-    cfg = cfg.__class__(cfg.task.__class__("fixed_offset", vocab=20, offset=1), cfg.model, cfg.train)
+    cfg = cfg.__class__(cfg.task.__class__("fixed_offset", vocab=20, offset=1), cfg.model,
+                        cfg.train)
     p = models.init_params(jax.random.key(0), cfg)
     hm = analysis.head_metrics(p, cfg.model, K=1, L=16)
     assert 0.0 < float(hm["carrier_key"][0]) < 0.2
