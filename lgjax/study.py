@@ -53,18 +53,24 @@ class Trained:
     seconds: float  # wall time of training (or of reloading a finished run)
 
 
+def options(cfg) -> RunOptions:
+    """A training-free study's Config may hold only `out`; it then trains nothing."""
+    return cfg.run if hasattr(cfg, "run") else RunOptions(out=getattr(cfg, "out", ""))
+
+
 def name_of(module: ModuleType) -> str:
     return module.__name__.rsplit(".", 1)[-1]
 
 
 def out_dir(module: ModuleType, cfg) -> Path:
-    return Path(cfg.run.out or f"results/{name_of(module)}")
+    return Path(options(cfg).out or f"results/{name_of(module)}")
 
 
 def is_reduced(module: ModuleType, cfg) -> bool:
     """Below the study's published scale (its Config defaults) in any scale field."""
     paper = module.Config()
-    fields = [(cfg.run, paper.run, f) for f in ("seeds", "steps", "batch", "eval_sequences")]
+    fields = [(cfg.run, paper.run, f) for f in ("seeds", "steps", "batch", "eval_sequences")
+              if hasattr(cfg, "run")]
     fields += [(cfg, paper, f) for f in getattr(module, "SCALE", ())]
     return any(getattr(a, f) < getattr(b, f) for a, b, f in fields)
 
@@ -131,18 +137,19 @@ def check_run_dir(run_dir: Path, rc: RunConfig, resume: bool) -> None:
 
 def preflight(module: ModuleType, cfg) -> dict[str, RunConfig]:
     """Every check of every run, before anything trains, compiles or is written."""
-    check_options(cfg.run)
+    opts = options(cfg)
+    check_options(opts)
     if hasattr(module, "check"):
         module.check(cfg)
     runs = module.runs(cfg)
     lengths = eval_lengths(module, cfg)
     for name, rc in runs.items():
         validate(rc, lengths)
-        seed_mesh(len(rc.train.seeds), cfg.run.devices or None)
-        check_run_dir(Path(cfg.run.ckpt_root) / name, rc, cfg.run.resume)
+        seed_mesh(len(rc.train.seeds), opts.devices or None)
+        check_run_dir(Path(opts.ckpt_root) / name, rc, opts.resume)
     check_writable(out_dir(module, cfg), "--out")
     if runs:
-        check_writable(Path(cfg.run.ckpt_root), "--ckpt-root")
+        check_writable(Path(opts.ckpt_root), "--ckpt-root")
     return runs
 
 
@@ -182,7 +189,8 @@ def run_study(module: ModuleType, cfg) -> dict:
     """Validate, train, measure, write results.json, print the table, draw the figure."""
     runs = preflight(module, cfg)
     t0 = time.perf_counter()
-    trained = {name: train_one(rc, Path(cfg.run.ckpt_root) / name, cfg.run, name)
+    opts = options(cfg)
+    trained = {name: train_one(rc, Path(opts.ckpt_root) / name, opts, name)
                for name, rc in runs.items()}
     t_train = time.perf_counter() - t0
     result = {"experiment": name_of(module), "config": dataclasses.asdict(cfg),
