@@ -34,6 +34,13 @@ COMMANDS = {  # name: (module, one-line help)
 PARSERS = {"int": int, "float": float, "str": str}
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A usage error is one line on stderr (what and how to see the flags), exit code 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def _tuple_of(item):
     return lambda text: tuple(item(x) for x in text.split(",") if x.strip())
 
@@ -80,7 +87,7 @@ def build_config(module, args):
 
 def parser_for(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
     """The top parser; flags are added only for the command named in argv (fast --help)."""
-    parser = argparse.ArgumentParser(prog="lgjax", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="lgjax", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true",
                         help="show the full traceback of an error (also LGJAX_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")

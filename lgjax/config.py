@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 
 
@@ -112,6 +113,10 @@ def validate(cfg: RunConfig, eval_lengths: tuple[int, ...] = ()) -> None:
     require(t.lmin >= 1 and t.lmax >= t.lmin, "train.lmin/train.lmax",
             f"need 1 <= lmin <= lmax, got [{t.lmin}, {t.lmax}]")
     require(t.steps >= 1 and t.batch >= 1, "train.steps/train.batch", "must be >= 1")
+    require(math.isfinite(t.lr) and t.lr > 0, "train.lr", f"must be a finite number > 0, got "
+            f"{t.lr} (a negative rate trains uphill)")
+    require(math.isfinite(t.weight_decay) and t.weight_decay >= 0, "train.weight_decay",
+            f"must be a finite number >= 0, got {t.weight_decay}")
     require(len(t.seeds) >= 1, "train.seeds", "give at least one seed")
     require(len(set(t.seeds)) == len(t.seeds), "train.seeds", "seed ids must be distinct")
     require(t.seed_axis in ("auto", "vmap", "map", "blocks"), "train.seed_axis",
@@ -119,6 +124,10 @@ def validate(cfg: RunConfig, eval_lengths: tuple[int, ...] = ()) -> None:
     require(t.ckpt_every >= 1 and t.chunk >= 1, "train.ckpt_every/train.chunk", "must be >= 1")
     require(k.vocab >= 2, "task.vocab", "need at least 2 content tokens")
     tasks.TASKS[k.name].validate(k, t.lmin, t.lmax)
+    need = tasks.TASKS[k.name].min_length(k)
+    short = [L for L in eval_lengths if L < need]
+    require(not short, "eval lengths", f"{short} too short: task {k.name!r} scores no row "
+            f"below length {need}; evaluate at lengths >= {need}")
     rows_needed = tasks.TASKS[k.name].rows
     require(rows_needed == "all" or m.query == "last", "model.query",
             f"task {k.name!r} scores the last position; set query='last'")

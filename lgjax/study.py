@@ -143,6 +143,8 @@ def preflight(module: ModuleType, cfg) -> dict[str, RunConfig]:
         module.check(cfg)
     runs = module.runs(cfg)
     lengths = eval_lengths(module, cfg)
+    if runs and hasattr(cfg, "eval_lengths") and not lengths:
+        raise ConfigError("--eval-lengths: give at least one evaluation length")
     for name, rc in runs.items():
         validate(rc, lengths)
         seed_mesh(len(rc.train.seeds), opts.devices or None)
