@@ -9,6 +9,7 @@ e.g. "carrier_key/h0", "accuracy@48", "margin/h0@16").
 from __future__ import annotations
 
 import csv
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,8 +53,14 @@ def _rows_from(metrics: dict, seeds, step: int) -> list[dict]:
     return rows
 
 
+@functools.lru_cache(maxsize=8)
+def _static_over_seeds(cfg: RunConfig, lengths: tuple[int, ...]):
+    """One compiled program per (run, lengths), reused for every checkpoint."""
+    return jax.jit(jax.vmap(lambda p: static_metrics(p, cfg, lengths)))
+
+
 def step_rows(params_S, cfg: RunConfig, step: int, lengths, n_eval: int) -> list[dict]:
-    static = jax.jit(jax.vmap(lambda p: static_metrics(p, cfg, tuple(lengths))))(params_S)
+    static = _static_over_seeds(cfg, tuple(lengths))(params_S)
     ev = evaluate.evaluate(params_S, cfg, lengths, n_eval)
     metrics = dict(static)
     K = cfg.task.offset

@@ -28,8 +28,9 @@ import numpy as np
 from tqdm import tqdm
 
 from lgjax import checkpoints, train
-from lgjax.config import ConfigError, RunConfig, validate
+from lgjax.config import ConfigError, RunConfig
 from lgjax.devices import seed_mesh
+from lgjax.validation import validate
 
 
 @dataclass(frozen=True)

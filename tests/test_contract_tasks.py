@@ -5,7 +5,7 @@ import jax
 import numpy as np
 import pytest
 
-from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig, validate
+from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.models import vocab_sizes
 from lgjax.tasks import (
     CONTRACT_TASKS,
@@ -16,6 +16,7 @@ from lgjax.tasks import (
     sample_batch,
     sample_shift_pair,
 )
+from lgjax.validation import validate
 
 FAMILIES = sorted(CONTRACT_TASKS)
 
