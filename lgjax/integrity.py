@@ -102,8 +102,10 @@ class Digests:
             return None
         try:
             record = json.loads(path.read_text())
-            if record.get("format") != FORMAT or record.get("step") != step \
-                    or not isinstance(record.get("arrays"), dict):
+            fields = (record.get("format"), record.get("step"), record.get("config_sha256"),
+                      record.get("arrays"), record.get("files", {}))
+            if fields[:2] != (FORMAT, step) or not isinstance(fields[2], str) \
+                    or not all(isinstance(f, dict) for f in fields[3:]):
                 raise ValueError("unexpected content")
         except (OSError, ValueError, AttributeError) as err:
             raise damaged(self.run_dir, step, f"its digest file {path} is unreadable ({err})") \

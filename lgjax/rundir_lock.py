@@ -129,7 +129,8 @@ class RunDirLock:
 
     def release(self) -> None:
         """Remove the lock file if it is still ours (idempotent)."""
-        if self.token is None:
+        if self.token is None or not self.run_dir.is_dir():  # gone: nothing left to release
+            self.token = None
             return
         with _dir_flock(self.run_dir, exclusive=True):
             holder = _read(self.path)

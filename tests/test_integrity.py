@@ -169,8 +169,12 @@ def test_unreadable_digest_and_changed_config_are_damage(run_copy):
     (run_copy / "digests" / "2.json").write_text("{not json")
     cfg_file = run_copy / "config.json"
     _, run = checkpoints.open_run(run_copy)
-    with run, pytest.raises(checkpoints.CheckpointError, match="step 2 .*digest file"):
-        run.restore_verified(2)
+    (run_copy / "digests" / "1.json").write_text(json.dumps({"format": 1, "step": 1,
+                                                             "arrays": {}}))
+    with run:
+        for step in (1, 2):
+            with pytest.raises(checkpoints.CheckpointError, match=f"step {step} .*digest file"):
+                run.restore_verified(step)
     cfg_file.write_text(cfg_file.read_text() + "\n")  # same config, other bytes
     _, run = checkpoints.open_run(run_copy)
     with run, pytest.raises(checkpoints.CheckpointError, match="config.json differs"):
