@@ -27,7 +27,7 @@ from types import ModuleType
 import numpy as np
 from tqdm import tqdm
 
-from lgjax import checkpoints, train
+from lgjax import checkpoints, driver, train
 from lgjax.config import ConfigError, RunConfig
 from lgjax.devices import seed_mesh
 from lgjax.validation import validate
@@ -102,38 +102,14 @@ def check_writable(path: Path, flag: str) -> None:
         raise ConfigError(f"{flag}: {probe} is not writable; choose a folder you can write")
 
 
-def saved_steps(run_dir: Path) -> list[int]:
-    """Committed checkpoint steps (orbax names a step's folder by its number; a save in
-    progress lives in a *.orbax-checkpoint-tmp folder and does not count)."""
-    if not run_dir.is_dir():
-        return []
-    return sorted(int(p.name) for p in run_dir.iterdir() if p.is_dir() and p.name.isdigit())
-
-
 def is_finished(run_dir: Path, rc: RunConfig) -> bool:
-    return rc.train.steps in saved_steps(run_dir)
+    return rc.train.steps in checkpoints.step_folders(run_dir)
 
 
 def check_run_dir(run_dir: Path, rc: RunConfig, resume: bool) -> None:
-    """The run directory is free, or holds this very config (finished, or resumable)."""
-    if run_dir.exists() and not run_dir.is_dir():
-        raise ConfigError(f"--ckpt-root: {run_dir} is a file, not a run directory; move it or "
-                          "choose another --ckpt-root")
-    steps = saved_steps(run_dir)
-    if (run_dir / checkpoints.CONFIG_FILE).exists():
-        saved = checkpoints.read_config(run_dir)
-        diffs = checkpoints.config_diff(saved, rc)
-        if diffs:
-            raise ConfigError(f"run directory {run_dir} holds a different config ("
-                              + "; ".join(diffs[:6]) + "); choose another --ckpt-root or "
-                              "delete that directory")
-    elif steps:
-        raise ConfigError(f"run directory {run_dir} has checkpoints but no config.json, so "
-                          "what they hold is unknown; move it away or choose another --ckpt-root")
-    if steps and not resume and rc.train.steps not in steps:
-        raise ConfigError(f"run directory {run_dir} holds an unfinished run (latest step "
-                          f"{steps[-1]} of {rc.train.steps}); pass --resume to continue it or "
-                          "choose another --ckpt-root")
+    """The run directory is free, or holds this very config: finished (reloaded), or
+    unfinished and --resume given; not locked by another writer. Writes nothing."""
+    checkpoints.check_run_dir(run_dir, rc, resume=resume or is_finished(run_dir, rc))
 
 
 def preflight(module: ModuleType, cfg) -> dict[str, RunConfig]:
@@ -167,7 +143,7 @@ def train_one(rc: RunConfig, run_dir: Path, opts: RunOptions, label: str) -> Tra
 
     t0 = time.perf_counter()
     resume = opts.resume or is_finished(run_dir, rc)  # a finished run is reloaded, not redone
-    states = checkpoints.train_run(rc, run_dir, resume=resume, on_chunk=tick,
+    states = driver.train_run(rc, run_dir, resume=resume, on_chunk=tick,
                                    devices=opts.devices or None)
     bar.close()
     return Trained(rc, states, run_dir, time.perf_counter() - t0)

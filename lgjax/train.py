@@ -8,7 +8,6 @@ program compiles once for every chunk length); checkpoints fall on chunk boundar
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -21,8 +20,6 @@ from lgjax import models, tasks
 from lgjax.config import RunConfig, TrainConfig
 from lgjax.devices import place, seed_mesh, shard_seeds
 from lgjax.keys import DATA, INIT, seed_keys, stream
-
-EXIT_ENV = "LGJAX_EXIT_AFTER_STEP"  # test hook: exit hard (no cleanup) once this step is done
 
 
 class TrainState(NamedTuple):
@@ -169,8 +166,8 @@ def checkpoint_steps(t: TrainConfig) -> list[int]:
     return sorted({0, *early, *regular, t.steps})
 
 
-def chunk_boundaries(t: TrainConfig, start: int, extra: tuple[int, ...] = ()) -> list[int]:
-    marks = set(checkpoint_steps(t)) | set(range(0, t.steps + 1, t.chunk)) | set(extra)
+def chunk_boundaries(t: TrainConfig, start: int) -> list[int]:
+    marks = set(checkpoint_steps(t)) | set(range(0, t.steps + 1, t.chunk))
     return sorted(s for s in marks if start < s <= t.steps)
 
 
@@ -187,16 +184,12 @@ def train(cfg: RunConfig, states: TrainState | None = None, on_chunk: Callable |
     """Run to cfg.train.steps; on_chunk(step, states, loss_S) is called at every boundary."""
     states = init_states(cfg) if states is None else states
     runner = runner or make_chunk_runner(cfg, devices=devices)
-    exit_after = int(os.environ.get(EXIT_ENV, "-1"))
     start = int(np.asarray(states.step)[0])
     if on_chunk is not None and start == 0:
         on_chunk(0, states, None)
-    for end in chunk_boundaries(cfg.train, start, (exit_after,) if exit_after > 0 else ()):
+    for end in chunk_boundaries(cfg.train, start):
         states, loss_S = runner(states, jnp.int32(end - start))
         check_finite(states, cfg.train.seeds)
-        if end == exit_after:
-            jax.block_until_ready(states)
-            os._exit(17)  # simulate a killed process: no save of this step, no cleanup
         if on_chunk is not None:
             on_chunk(end, states, loss_S)
         start = end

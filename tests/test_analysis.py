@@ -3,7 +3,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lgjax import analysis, checkpoints, dynamics, models
+from lgjax import analysis, driver, dynamics, models
 from lgjax.cli import main
 from tests.conftest import tiny
 
@@ -71,8 +71,9 @@ def test_head_metrics_at_init_near_one_over_m():
 
 def test_dynamics_on_tiny_run(tmp_path, capsys):
     cfg = tiny("ape", steps=4)
-    checkpoints.train_run(cfg, tmp_path / "run")
-    _, rows = dynamics.analyze(tmp_path / "run", lengths=(8, 12), n_eval=32)
+    driver.train_run(cfg, tmp_path / "run")
+    _, rows, damaged = dynamics.analyze(tmp_path / "run", lengths=(8, 12), n_eval=32)
+    assert damaged == {}
     steps, grid = dynamics.series(rows, "carrier_key/h0")
     assert list(steps) == [0, 1, 2, 4] and grid.shape == (2, 4)
     assert {"accuracy@12", "margin/h0@12", "ape_norm_beyond", "sv_energy/h0"} <= {
