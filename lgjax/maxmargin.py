@@ -33,6 +33,7 @@ class Solution(NamedTuple):
     min_margin: jax.Array  # min over valid constraints of <Theta, Phi_a> (>= 1 when feasible)
     duality_gap: jax.Array  # primal - dual objective
     kkt_residual: jax.Array  # max |min(alpha, grad)| over valid constraints
+    steps: jax.Array  # FISTA steps taken (a multiple of CHECK_EVERY)
 
 
 def constraints(z_LxD_fn, tokens_BxL, lengths_B, K: int) -> Constraints:
@@ -79,13 +80,14 @@ KKT_TOL = 1e-4  # ... and max |min(alpha, grad)| <= KKT_TOL
 CHECK_EVERY = 25  # FISTA steps between convergence checks (a check costs one step)
 
 
-def _report(G, alpha, valid_A, ones) -> Solution:
+def _report(G, alpha, valid_A, ones, steps=0) -> Solution:
     margins = G @ alpha
     grad = margins - ones
     quad = alpha @ margins
     gap = quad - ones @ alpha  # primal 1/2 q minus dual (1^T alpha - 1/2 q)
     return Solution(alpha, jnp.min(jnp.where(valid_A, margins, jnp.inf)), gap,
-                    jnp.max(jnp.where(valid_A, jnp.abs(jnp.minimum(alpha, grad)), 0.0)))
+                    jnp.max(jnp.where(valid_A, jnp.abs(jnp.minimum(alpha, grad)), 0.0)),
+                    jnp.asarray(steps))
 
 
 def solve(G_AxA: jax.Array, valid_A: jax.Array, iters: int = 20000) -> Solution:
@@ -123,8 +125,8 @@ def solve(G_AxA: jax.Array, valid_A: jax.Array, iters: int = 20000) -> Solution:
         return jax.lax.fori_loop(0, CHECK_EVERY, fista_step, state), i + CHECK_EVERY
 
     a0 = jnp.zeros(G.shape[0])
-    (alpha, _, _), _ = jax.lax.while_loop(cond, body, ((a0, a0, jnp.float32(1.0)), 0))
-    return _report(G, alpha, valid_A, ones)
+    (alpha, _, _), steps = jax.lax.while_loop(cond, body, ((a0, a0, jnp.float32(1.0)), 0))
+    return _report(G, alpha, valid_A, ones, steps)
 
 
 def selector_additive(c: Constraints, alpha_A) -> jax.Array:

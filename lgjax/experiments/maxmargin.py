@@ -89,7 +89,8 @@ def compare(params, rc: RunConfig, batch: tasks.Batch, iters: int) -> dict:
         selector = maxmargin.selector_additive(c, sol.alpha_A)
         trained = params["wq"] @ params["wk"].T
     return {"cos": maxmargin.cosine(trained, selector), "min_margin": sol.min_margin,
-            "duality_gap": sol.duality_gap, "kkt_residual": sol.kkt_residual}
+            "duality_gap": sol.duality_gap, "kkt_residual": sol.kkt_residual,
+            "solver_steps": sol.steps}
 
 
 def make_compare_seeds(rc: RunConfig, batch, iters: int):
@@ -133,5 +134,6 @@ def table(res: dict) -> str:
             lines.append(f"{enc:5s} {label:>10s}  cos {common.mean_sd(r['cos']):>13s}  "
                          f"min margin {np.min(r['min_margin']):.3f}  "
                          f"gap {np.max(np.abs(r['duality_gap'])):.2e}  "
-                         f"KKT {np.max(r['kkt_residual']):.2e}")
+                         f"KKT {np.max(r['kkt_residual']):.2e}  "
+                         f"steps <= {np.max(r['solver_steps'])}")
     return "\n".join(lines)
