@@ -35,7 +35,7 @@ def plain_fista(G, valid_A, iters):
 
     a0 = jnp.zeros(G.shape[0])
     alpha, _, _ = jax.lax.fori_loop(0, iters, body, (a0, a0, jnp.float32(1.0)))
-    return maxmargin._report(G, alpha, valid_A, ones, iters)
+    return maxmargin._report(G, alpha, valid_A, ones, iters, 0)
 
 
 def main(run_dir: str, step: int | None = None, n_seqs: int = 256) -> None:
@@ -53,12 +53,13 @@ def main(run_dir: str, step: int | None = None, n_seqs: int = 256) -> None:
         c = maxmargin.Constraints(*(x[keep] for x in c))
         G = maxmargin.gram_rotary(c, freqs, t.lmax)
         for name, solve in (("plain FISTA x3000", jax.jit(lambda G, v: plain_fista(G, v, 3000))),
-                            ("FISTA+restart to tol", jax.jit(maxmargin.solve))):
+                            ("lgjax.maxmargin.solve", jax.jit(maxmargin.solve))):
             jax.block_until_ready(solve(G, c.valid_A))  # compile
             t0 = time.perf_counter()
             sol = jax.block_until_ready(solve(G, c.valid_A))
             print(f"seed {t.seeds[s]} constraints {int(c.valid_A.sum())} {name:22s} steps "
-                  f"{int(sol.steps):>6d}  {time.perf_counter() - t0:6.2f} s  min margin "
+                  f"{int(sol.steps):>6d} + {int(sol.rounds):>2d} rounds  "
+                  f"{time.perf_counter() - t0:6.2f} s  min margin "
                   f"{float(sol.min_margin):.5f}  KKT {float(sol.kkt_residual):.2e}  gap "
                   f"{float(sol.duality_gap):.2e}")
     np.set_printoptions(precision=4)
