@@ -27,6 +27,8 @@ COMMANDS = {  # name: (module, one-line help)
     "transformer": ("lgjax.experiments.transformer", "2-layer decoder on the shift task"),
     "dynamics": ("lgjax.dynamics", "metrics over training, read from a run's checkpoints"),
     "bench": ("lgjax.bench", "speed of the multi-seed step vs the alternatives"),
+    "realizability-train": ("lgjax.experiments.realizability_train", "the realizability grid"),
+    "realizability-report": ("lgjax.experiments.realizability_report", "alpha vs trained LG"),
     "reproduce": ("lgjax.reproduce", "run a study's experiments and check every published claim"),
 }
 
