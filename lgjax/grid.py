@@ -96,10 +96,19 @@ def _seed_axis(fn: Callable, n: int, strategy: str) -> Callable:
     return lambda states, rest: jax.lax.map(lambda s: fn(s, rest), states)
 
 
-def make_grid_runner(grid: Grid, strategy: str | None = None,
-                     wrap: Callable = lambda f: f) -> Callable:
-    """jit(states_C, n_steps) -> (states_C, mean loss per cell over the chunk); `wrap`
-    decorates the traced function (tests pass chex.assert_max_traces(n=1))."""
+LAYOUTS = ("tasks", "flat")
+
+
+def make_grid_runner(grid: Grid, layout: str = "tasks", wrap: Callable = lambda f: f) -> Callable:
+    """jit(states_C, n_steps) -> (states_C, mean loss per cell over the chunk).
+
+    layout "tasks": lax.map over tasks, a task's seeds as train.seed_axis says (a CPU runs one
+    task at a time; only the cell's own sampler runs); "flat": one vmap over every cell (wide
+    enough to fill an accelerator; the task index is then batched, so lax.switch evaluates
+    every task's sampler and selects). `wrap` decorates the traced function (tests pass
+    chex.assert_max_traces(n=1))."""
+    if layout not in LAYOUTS:
+        raise ConfigError(f"--layout: unknown layout {layout!r}; use one of {LAYOUTS}")
     T, S = grid.shape
     t = grid.train
     cfg = grid.cell_config(0)
@@ -119,11 +128,14 @@ def make_grid_runner(grid: Grid, strategy: str | None = None,
         state, total = jax.lax.fori_loop(0, n_steps, body, (state, jnp.float32(0.0)))
         return state, total / jnp.maximum(n_steps, 1)
 
-    per_task = _seed_axis(run_one, S, strategy or train.resolve_strategy(cfg))
+    per_task = _seed_axis(run_one, S, train.resolve_strategy(cfg))
+    task_C = jnp.repeat(jnp.arange(T, dtype=jnp.int32), S)
 
     @jax.jit
     @wrap
     def run(states_C, n_steps):
+        if layout == "flat":
+            return jax.vmap(run_one, in_axes=(0, (0, None)))(states_C, (task_C, n_steps))
         states_TxS = jax.tree.map(lambda x: x.reshape(T, S, *x.shape[1:]), states_C)
         out = jax.lax.map(lambda a: per_task(a[0], (a[1], n_steps)),
                           (states_TxS, jnp.arange(T, dtype=jnp.int32)))

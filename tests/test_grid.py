@@ -29,6 +29,9 @@ def test_cell_in_grid_equals_cell_alone():
         cell = jax.tree.map(lambda x, c=t * S + i: x[c:c + 1], states)
         # vmap over a task's seeds reassociates float sums: ~1e-7 apart after a few steps
         chex.assert_trees_all_close(cell.params, alone.params, atol=1e-5, rtol=1e-5)
+    # one wide vmap over every cell (the accelerator layout) trains the same cells
+    flat = grid.make_grid_runner(g, "flat")(grid.init_states(g), jnp.int32(g.train.steps))[0]
+    chex.assert_trees_all_close(flat.params, states.params, atol=1e-5, rtol=1e-5)
     # and the tasks really differ: the same seed trained on two tasks ends elsewhere
     a, b = (jax.tree.leaves(states.params)[0][c] for c in (0, S))
     assert not np.allclose(a, b)

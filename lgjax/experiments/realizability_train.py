@@ -7,7 +7,7 @@ tiers 1L1H, 2L4H, 4L4H (pre-LN decoder, MLP 4d GELU, d = 64, 12 content tokens);
 no weight decay, batch 64, 3000 steps, every sequence exactly L0 = 20 long; LG@L = accuracy on
 rows i >= L0 at L in {30, 40, 50, 60, 80}, all-row accuracy beside it, train accuracy at L0.
 Command: lgjax realizability-train --ckpt-root /work/runs/realizability
-  Programs live in <ckpt-root>/realizability/<tier>/<encoding>/ (config.json, checkpoints,
+  Programs live in <ckpt-root>/<name>/<tier>/<encoding>/ (config.json, checkpoints,
   results.json). A finished program (results.json there) is skipped; an unfinished one continues
   from its latest checkpoint with --resume. Cost here: ~14 ms per cell-step at 1L1H on a loaded
   2-core CPU, so hours per tier: run it in the background and rerun with --resume.
@@ -54,6 +54,9 @@ class Config:
     chunk: int = 250  # steps per compiled loop call (progress-line granularity)
     ckpt_every: int = 500  # checkpoint interval in steps (the last two are kept)
     seed_axis: str = "blocks"  # one task's seeds inside the program: vmap, map or blocks
+    layout: str = "tasks"  # the program's cell layout: tasks (CPU) or flat (one wide vmap, GPU)
+    rope_scale: float = 1.0  # RoPE frequency scale (the spec's frequency-scale rows)
+    name: str = "realizability"  # programs live in <ckpt-root>/<name>/<tier>/<encoding>/
     run: RunOptions = RunOptions(seeds=5, steps=3000, batch=64, eval_sequences=1024,
                                  out="results/realizability-train")  # shared options
 
@@ -77,7 +80,7 @@ def program_grid(cfg: Config, tier: str, encoding: str) -> grid.Grid:
     layers, heads = tier_shape(tier)
     extra = ENCODING_OPTIONS.get(encoding, lambda a, b: {})(cfg.L0, max(cfg.test_lengths))
     model = ModelConfig(encoding=encoding, arch="transformer", layers=layers, heads=heads,
-                        d=cfg.d, query="all", **extra)
+                        d=cfg.d, query="all", rope_scale=cfg.rope_scale, **extra)
     t = TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch, lr=cfg.lr, lmin=cfg.L0,
                     lmax=cfg.L0, seeds=tuple(range(cfg.run.seeds)), chunk=cfg.chunk,
                     ckpt_every=cfg.ckpt_every, seed_axis=cfg.seed_axis)
@@ -90,7 +93,7 @@ def programs(cfg: Config) -> dict[tuple[str, str], grid.Grid]:
 
 
 def program_dir(cfg: Config, tier: str, encoding: str) -> Path:
-    return Path(cfg.run.ckpt_root) / "realizability" / tier / encoding
+    return Path(cfg.run.ckpt_root) / cfg.name / tier / encoding
 
 
 def eval_lengths(cfg: Config) -> tuple[int, ...]:
@@ -108,6 +111,8 @@ def finished_result(path: Path, g: grid.Grid) -> dict | None:
 def preflight(cfg: Config) -> dict[tuple[str, str], grid.Grid]:
     """Every check of every program before anything trains or is written."""
     check_options(cfg.run)
+    if cfg.layout not in grid.LAYOUTS:
+        raise ConfigError(f"--layout: use one of {grid.LAYOUTS}, not {cfg.layout!r}")
     if cfg.run.devices > 1:
         raise ConfigError("--devices: the grid runner runs on one device; use 0 or 1")
     if not (cfg.tiers and cfg.encodings and cfg.tasks and cfg.test_lengths):
@@ -184,7 +189,8 @@ def run_program(cfg: Config, tier: str, enc: str, g: grid.Grid, progress: Progre
     steps = saved_steps(path)
     progress.start(tier, enc, g, steps[-1] if steps else 0)
     t0 = time.perf_counter()
-    states = grid.train_program(g, path, on_chunk=lambda step, s, l: progress.chunk(step))
+    states = grid.train_program(g, path, on_chunk=lambda step, s, l: progress.chunk(step),
+                                runner=grid.make_grid_runner(g, cfg.layout))
     t1 = time.perf_counter()
     res = {"tier": tier, "encoding": enc, "tasks": list(cfg.tasks),
            "seeds": list(g.train.seeds), "L0": cfg.L0, "lengths": list(cfg.test_lengths),
