@@ -96,16 +96,18 @@ def _seed_axis(fn: Callable, n: int, strategy: str) -> Callable:
     return lambda states, rest: jax.lax.map(lambda s: fn(s, rest), states)
 
 
-LAYOUTS = ("tasks", "flat")
+LAYOUTS = ("tasks", "serial", "flat")
 
 
 def make_grid_runner(grid: Grid, layout: str = "tasks", wrap: Callable = lambda f: f) -> Callable:
     """jit(states_C, n_steps) -> (states_C, mean loss per cell over the chunk).
 
-    layout "tasks": lax.map over tasks, a task's seeds as train.seed_axis says (a CPU runs one
-    task at a time; only the cell's own sampler runs); "flat": one vmap over every cell (wide
-    enough to fill an accelerator; the task index is then batched, so lax.switch evaluates
-    every task's sampler and selects). `wrap` decorates the traced function (tests pass
+    layout "tasks": lax.map over tasks, a task's seeds as train.seed_axis says; "serial":
+    lax.map over every cell, no vmap (on a CPU the cheapest per cell; only the cell's own
+    sampler runs in either); "flat": one vmap over every cell (wide enough to fill an
+    accelerator; the task index is then batched, so lax.switch evaluates every task's sampler
+    and selects). The layout changes float summation order only, so a program may resume under
+    another layout. `wrap` decorates the traced function (tests pass
     chex.assert_max_traces(n=1))."""
     if layout not in LAYOUTS:
         raise ConfigError(f"--layout: unknown layout {layout!r}; use one of {LAYOUTS}")
@@ -136,6 +138,8 @@ def make_grid_runner(grid: Grid, layout: str = "tasks", wrap: Callable = lambda 
     def run(states_C, n_steps):
         if layout == "flat":
             return jax.vmap(run_one, in_axes=(0, (0, None)))(states_C, (task_C, n_steps))
+        if layout == "serial":
+            return jax.lax.map(lambda a: run_one(a[0], (a[1], n_steps)), (states_C, task_C))
         states_TxS = jax.tree.map(lambda x: x.reshape(T, S, *x.shape[1:]), states_C)
         out = jax.lax.map(lambda a: per_task(a[0], (a[1], n_steps)),
                           (states_TxS, jnp.arange(T, dtype=jnp.int32)))
