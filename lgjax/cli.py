@@ -28,6 +28,10 @@ COMMANDS = {  # name: (module, one-line help)
     "dynamics": ("lgjax.dynamics", "metrics over training, read from a run's checkpoints"),
     "bench": ("lgjax.bench", "speed of the multi-seed step vs the alternatives"),
     "contract-lab": ("lgjax.experiments.contract_lab", "positional contracts of six schemes"),
+    "realizability-alpha": ("lgjax.experiments.realizability_alpha",
+                            "training-free score alpha_L for every encoding x task"),
+    "realizability-train": ("lgjax.experiments.realizability_train", "the realizability grid"),
+    "realizability-report": ("lgjax.experiments.realizability_report", "alpha vs trained LG"),
     "reproduce": ("lgjax.reproduce", "run a study's experiments and check every published claim"),
 }
 
