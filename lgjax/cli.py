@@ -110,6 +110,8 @@ def parser_for(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if len(argv) >= 2 and f"{argv[0]}-{argv[1]}" in COMMANDS:  # `lgjax contract lab` spelling
+        argv = [f"{argv[0]}-{argv[1]}", *argv[2:]]
     parser, module = parser_for(argv)
     args = parser.parse_args(argv)
     from lgjax.errors import EXPECTED, one_line
