@@ -13,6 +13,7 @@ import orbax.checkpoint as ocp
 
 from lgjax import train
 from lgjax.config import ConfigError, RunConfig
+from lgjax.devices import is_leader
 
 CONFIG_FILE = "config.json"
 
@@ -69,8 +70,10 @@ class RunDir:
             raise ConfigError(f"run directory {self.path} already has checkpoints (latest step "
                               f"{self.manager.latest_step()}); pass --resume to continue it or "
                               "choose another run name")
-        if not cfg_file.exists():
-            cfg_file.write_text(cfg.to_json())
+        if not cfg_file.exists() and is_leader():  # one writer per job; atomic, since the
+            tmp = cfg_file.with_suffix(".tmp")   # other processes may be reading it now
+            tmp.write_text(cfg.to_json())
+            tmp.replace(cfg_file)
 
     def steps(self) -> list[int]:
         return list(self.manager.all_steps())

@@ -19,10 +19,11 @@ import optax
 
 from lgjax import models, tasks
 from lgjax.config import RunConfig, TrainConfig
-from lgjax.devices import place, seed_mesh, shard_seeds
+from lgjax.devices import first_local, place, seed_mesh, shard_seeds, to_host
 from lgjax.keys import DATA, INIT, seed_keys, stream
 
-EXIT_ENV = "LGJAX_EXIT_AFTER_STEP"  # test hook: exit hard (no cleanup) once this step is done
+EXIT_ENV = "LGJAX_EXIT_AFTER_STEP"  # test hook: exit hard (no cleanup) once this step is done;
+# "STEP" in every process, "STEP@P" in process P only (the others carry on as if it was killed)
 
 
 class TrainState(NamedTuple):
@@ -154,11 +155,12 @@ def init_states(cfg: RunConfig) -> TrainState:
 
 
 def abstract_states(cfg: RunConfig):
-    """Restore target: shapes and dtypes of the stacked state, placed on the default device
-    (so a checkpoint saved on N devices restores on any other count; the runner re-shards)."""
+    """Restore target: shapes and dtypes of the stacked state, whole on this process's first
+    device (so a checkpoint saved on N devices, by any number of processes, restores on any
+    other count; the runner re-shards)."""
     keys_S = jax.ShapeDtypeStruct((len(cfg.train.seeds), 2), jnp.uint32)
     shapes = jax.eval_shape(jax.vmap(lambda k: init_state(k, cfg)), keys_S)
-    device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
     return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=device), shapes)
 
 
@@ -175,20 +177,30 @@ def chunk_boundaries(t: TrainConfig, start: int, extra: tuple[int, ...] = ()) ->
 
 
 def check_finite(states: TrainState, seeds: tuple[int, ...]) -> None:
-    bad = np.asarray(states.bad_step)
+    bad = np.asarray(to_host(states.bad_step))  # every process decides alike
     if (bad >= 0).any():
         i = int(np.argmax(bad >= 0))
         raise TrainingDiverged(f"seed {seeds[i]} produced a non-finite loss or parameter at step "
                                f"{int(bad[i])}; lower train.lr or check the config")
 
 
+def exit_step() -> int:
+    """The step after which the EXIT_ENV hook ends this process (-1: never)."""
+    step, _, process = os.environ.get(EXIT_ENV, "-1").partition("@")
+    return int(step) if not process or int(process) == jax.process_index() else -1
+
+
 def train(cfg: RunConfig, states: TrainState | None = None, on_chunk: Callable | None = None,
           runner: Callable | None = None, devices: int | None = None) -> TrainState:
-    """Run to cfg.train.steps; on_chunk(step, states, loss_S) is called at every boundary."""
+    """Run to cfg.train.steps; on_chunk(step, states, loss_S) is called at every boundary.
+
+    States live on the seed mesh from the start (so every save, step 0 included, writes each
+    process's own block); loss_S reaches on_chunk whole, on every process."""
     states = init_states(cfg) if states is None else states
+    states = place(states, seed_mesh(len(cfg.train.seeds), devices))
     runner = runner or make_chunk_runner(cfg, devices=devices)
-    exit_after = int(os.environ.get(EXIT_ENV, "-1"))
-    start = int(np.asarray(states.step)[0])
+    exit_after = exit_step()
+    start = int(first_local(states.step))
     if on_chunk is not None and start == 0:
         on_chunk(0, states, None)
     for end in chunk_boundaries(cfg.train, start, (exit_after,) if exit_after > 0 else ()):
@@ -198,6 +210,6 @@ def train(cfg: RunConfig, states: TrainState | None = None, on_chunk: Callable |
             jax.block_until_ready(states)
             os._exit(17)  # simulate a killed process: no save of this step, no cleanup
         if on_chunk is not None:
-            on_chunk(end, states, loss_S)
+            on_chunk(end, states, to_host(loss_S))
         start = end
     return states
