@@ -27,11 +27,19 @@ COMMANDS = {  # name: (module, one-line help)
     "transformer": ("lgjax.experiments.transformer", "2-layer decoder on the shift task"),
     "dynamics": ("lgjax.dynamics", "metrics over training, read from a run's checkpoints"),
     "bench": ("lgjax.bench", "speed of the multi-seed step vs the alternatives"),
+    "contract-lab": ("lgjax.experiments.contract_lab", "positional contracts of six schemes"),
     "reproduce": ("lgjax.reproduce", "run a study's experiments and check every published claim"),
     "launch": ("lgjax.launch", "run a command as a job of several processes on this machine"),
 }
 
 PARSERS = {"int": int, "float": float, "str": str}
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A usage error is one line on stderr (what and how to see the flags), exit code 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def _tuple_of(item):
@@ -90,7 +98,7 @@ def build_config(module, args, rest: list[str] = ()):
 
 def parser_for(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
     """The top parser; flags are added only for the command named in argv (fast --help)."""
-    parser = argparse.ArgumentParser(prog="lgjax", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="lgjax", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true",
                         help="show the full traceback of an error (also LGJAX_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")

@@ -89,6 +89,12 @@ def shard_seeds(fn, mesh: Mesh | None, n_replicated: int = 0):
     return wrapped
 
 
+def sync(name: str) -> None:
+    """Every process of the job waits here until all have arrived (nothing with one)."""
+    if jax.process_count() > 1:
+        multihost_utils.sync_global_devices(name)
+
+
 def to_host(tree):
     """Every leaf as a whole value on this process: arrays spread over several processes are
     gathered (a collective: every process must call it); the rest is left as it is."""

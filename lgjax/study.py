@@ -30,9 +30,10 @@ from types import ModuleType
 import numpy as np
 from tqdm import tqdm
 
-from lgjax import checkpoints, train
-from lgjax.config import ConfigError, RunConfig, validate
+from lgjax import checkpoints, driver, train
+from lgjax.config import ConfigError, RunConfig
 from lgjax.devices import is_leader, seed_mesh, to_host
+from lgjax.validation import validate
 
 
 @dataclass(frozen=True)
@@ -56,18 +57,24 @@ class Trained:
     seconds: float  # wall time of training (or of reloading a finished run)
 
 
+def options(cfg) -> RunOptions:
+    """A training-free study's Config may hold only `out`; it then trains nothing."""
+    return cfg.run if hasattr(cfg, "run") else RunOptions(out=getattr(cfg, "out", ""))
+
+
 def name_of(module: ModuleType) -> str:
     return module.__name__.rsplit(".", 1)[-1]
 
 
 def out_dir(module: ModuleType, cfg) -> Path:
-    return Path(cfg.run.out or f"results/{name_of(module)}")
+    return Path(options(cfg).out or f"results/{name_of(module)}")
 
 
 def is_reduced(module: ModuleType, cfg) -> bool:
     """Below the study's published scale (its Config defaults) in any scale field."""
     paper = module.Config()
-    fields = [(cfg.run, paper.run, f) for f in ("seeds", "steps", "batch", "eval_sequences")]
+    fields = [(cfg.run, paper.run, f) for f in ("seeds", "steps", "batch", "eval_sequences")
+              if hasattr(cfg, "run")]
     fields += [(cfg, paper, f) for f in getattr(module, "SCALE", ())]
     return any(getattr(a, f) < getattr(b, f) for a, b, f in fields)
 
@@ -98,54 +105,33 @@ def check_writable(path: Path, flag: str) -> None:
         raise ConfigError(f"{flag}: {probe} is not writable; choose a folder you can write")
 
 
-def saved_steps(run_dir: Path) -> list[int]:
-    """Committed checkpoint steps (orbax names a step's folder by its number; a save in
-    progress lives in a *.orbax-checkpoint-tmp folder and does not count)."""
-    if not run_dir.is_dir():
-        return []
-    return sorted(int(p.name) for p in run_dir.iterdir() if p.is_dir() and p.name.isdigit())
-
-
 def is_finished(run_dir: Path, rc: RunConfig) -> bool:
-    return rc.train.steps in saved_steps(run_dir)
+    return rc.train.steps in checkpoints.step_folders(run_dir)
 
 
 def check_run_dir(run_dir: Path, rc: RunConfig, resume: bool) -> None:
-    """The run directory is free, or holds this very config (finished, or resumable)."""
-    if run_dir.exists() and not run_dir.is_dir():
-        raise ConfigError(f"--ckpt-root: {run_dir} is a file, not a run directory; move it or "
-                          "choose another --ckpt-root")
-    steps = saved_steps(run_dir)
-    if (run_dir / checkpoints.CONFIG_FILE).exists():
-        saved = checkpoints.read_config(run_dir)
-        diffs = checkpoints.config_diff(saved, rc)
-        if diffs:
-            raise ConfigError(f"run directory {run_dir} holds a different config ("
-                              + "; ".join(diffs[:6]) + "); choose another --ckpt-root or "
-                              "delete that directory")
-    elif steps:
-        raise ConfigError(f"run directory {run_dir} has checkpoints but no config.json, so "
-                          "what they hold is unknown; move it away or choose another --ckpt-root")
-    if steps and not resume and rc.train.steps not in steps:
-        raise ConfigError(f"run directory {run_dir} holds an unfinished run (latest step "
-                          f"{steps[-1]} of {rc.train.steps}); pass --resume to continue it or "
-                          "choose another --ckpt-root")
+    """The run directory is free, or holds this very config: finished (reloaded), or
+    unfinished and --resume given; not locked by another writer. Writes nothing."""
+    checkpoints.check_run_dir(run_dir, rc, resume=resume or is_finished(run_dir, rc))
 
 
 def preflight(module: ModuleType, cfg) -> dict[str, RunConfig]:
     """Every check of every run, before anything trains, compiles or is written."""
-    check_options(cfg.run)
+    opts = options(cfg)
+    check_options(opts)
     if hasattr(module, "check"):
         module.check(cfg)
     runs = module.runs(cfg)
     lengths = eval_lengths(module, cfg)
+    if runs and hasattr(cfg, "eval_lengths") and not lengths:
+        raise ConfigError("--eval-lengths: give at least one evaluation length")
     for name, rc in runs.items():
         validate(rc, lengths)
-        seed_mesh(len(rc.train.seeds), cfg.run.devices or None)
-        check_run_dir(Path(cfg.run.ckpt_root) / name, rc, cfg.run.resume)
+        seed_mesh(len(rc.train.seeds), opts.devices or None)
+        check_run_dir(Path(opts.ckpt_root) / name, rc, opts.resume)
     check_writable(out_dir(module, cfg), "--out")
     if runs:
-        check_writable(Path(cfg.run.ckpt_root), "--ckpt-root")
+        check_writable(Path(opts.ckpt_root), "--ckpt-root")
     return runs
 
 
@@ -160,7 +146,7 @@ def train_one(rc: RunConfig, run_dir: Path, opts: RunOptions, label: str) -> Tra
 
     t0 = time.perf_counter()
     resume = opts.resume or is_finished(run_dir, rc)  # a finished run is reloaded, not redone
-    states = checkpoints.train_run(rc, run_dir, resume=resume, on_chunk=tick,
+    states = driver.train_run(rc, run_dir, resume=resume, on_chunk=tick,
                                    devices=opts.devices or None)
     bar.close()
     states = to_host(states)  # several processes: each held only its block of seeds
@@ -186,7 +172,8 @@ def run_study(module: ModuleType, cfg) -> dict:
     """Validate, train, measure, write results.json, print the table, draw the figure."""
     runs = preflight(module, cfg)
     t0 = time.perf_counter()
-    trained = {name: train_one(rc, Path(cfg.run.ckpt_root) / name, cfg.run, name)
+    opts = options(cfg)
+    trained = {name: train_one(rc, Path(opts.ckpt_root) / name, opts, name)
                for name, rc in runs.items()}
     t_train = time.perf_counter() - t0
     result = {"experiment": name_of(module), "config": dataclasses.asdict(cfg),

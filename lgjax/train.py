@@ -8,7 +8,6 @@ program compiles once for every chunk length); checkpoints fall on chunk boundar
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -21,9 +20,6 @@ from lgjax import models, tasks
 from lgjax.config import RunConfig, TrainConfig
 from lgjax.devices import first_local, place, seed_mesh, shard_seeds, to_host
 from lgjax.keys import DATA, INIT, seed_keys, stream
-
-EXIT_ENV = "LGJAX_EXIT_AFTER_STEP"  # test hook: exit hard (no cleanup) once this step is done;
-# "STEP" in every process, "STEP@P" in process P only (the others carry on as if it was killed)
 
 
 class TrainState(NamedTuple):
@@ -171,8 +167,8 @@ def checkpoint_steps(t: TrainConfig) -> list[int]:
     return sorted({0, *early, *regular, t.steps})
 
 
-def chunk_boundaries(t: TrainConfig, start: int, extra: tuple[int, ...] = ()) -> list[int]:
-    marks = set(checkpoint_steps(t)) | set(range(0, t.steps + 1, t.chunk)) | set(extra)
+def chunk_boundaries(t: TrainConfig, start: int) -> list[int]:
+    marks = set(checkpoint_steps(t)) | set(range(0, t.steps + 1, t.chunk))
     return sorted(s for s in marks if start < s <= t.steps)
 
 
@@ -184,12 +180,6 @@ def check_finite(states: TrainState, seeds: tuple[int, ...]) -> None:
                                f"{int(bad[i])}; lower train.lr or check the config")
 
 
-def exit_step() -> int:
-    """The step after which the EXIT_ENV hook ends this process (-1: never)."""
-    step, _, process = os.environ.get(EXIT_ENV, "-1").partition("@")
-    return int(step) if not process or int(process) == jax.process_index() else -1
-
-
 def train(cfg: RunConfig, states: TrainState | None = None, on_chunk: Callable | None = None,
           runner: Callable | None = None, devices: int | None = None) -> TrainState:
     """Run to cfg.train.steps; on_chunk(step, states, loss_S) is called at every boundary.
@@ -199,16 +189,12 @@ def train(cfg: RunConfig, states: TrainState | None = None, on_chunk: Callable |
     states = init_states(cfg) if states is None else states
     states = place(states, seed_mesh(len(cfg.train.seeds), devices))
     runner = runner or make_chunk_runner(cfg, devices=devices)
-    exit_after = exit_step()
     start = int(first_local(states.step))
     if on_chunk is not None and start == 0:
         on_chunk(0, states, None)
-    for end in chunk_boundaries(cfg.train, start, (exit_after,) if exit_after > 0 else ()):
+    for end in chunk_boundaries(cfg.train, start):
         states, loss_S = runner(states, jnp.int32(end - start))
         check_finite(states, cfg.train.seeds)
-        if end == exit_after:
-            jax.block_until_ready(states)
-            os._exit(17)  # simulate a killed process: no save of this step, no cleanup
         if on_chunk is not None:
             on_chunk(end, states, to_host(loss_S))
         start = end

@@ -33,7 +33,7 @@ class Config:
     n_seqs: int = 256  # fixed sample of training sequences defining the constraints
     analyze_steps: tuple[int, ...] = (0, 64, 250, 1000, 4000)  # checkpoints compared with W_mm
     decays: tuple[float, ...] = (1e-2, 1e-3, 1e-4)  # weight decay on wq, wk for the limit runs
-    iters: int = 3000  # FISTA iterations per dual solve
+    iters: int = 20000  # most FISTA steps per dual solve (it stops at the tolerance first)
     run: RunOptions = RunOptions(seeds=5)  # shared options
 
 
@@ -103,7 +103,9 @@ def measure(cfg: Config, trained: dict) -> dict:
     rc0 = run_config(cfg, cfg.encodings[0])
     batch = tasks.sample_batch(rc0.task, keys.probe(), cfg.n_seqs, rc0.train.lmin,
                                rc0.train.lmax, rc0.train.lmax)
-    res = {"solver": "FISTA on the dual", "encodings": list(cfg.encodings),
+    res = {"solver": f"FISTA with restart on the dual, to min margin >= "
+                     f"{1 - maxmargin.MARGIN_TOL:g} and KKT <= {maxmargin.KKT_TOL:g} or "
+                     f"{cfg.iters} steps", "encodings": list(cfg.encodings),
            "seeds": cfg.run.seeds}
     for enc in cfg.encodings:
         t = trained[f"maxmargin/{enc}"]
