@@ -95,15 +95,25 @@ def sync(name: str) -> None:
         multihost_utils.sync_global_devices(name)
 
 
+def _identity(*xs):
+    return xs
+
+
 def to_host(tree):
     """Every leaf as a whole value on this process: arrays spread over several processes are
-    gathered (a collective: every process must call it); the rest is left as it is."""
-    def get(x):
-        if isinstance(x, jax.Array) and not x.is_fully_addressable:
-            return multihost_utils.process_allgather(x, tiled=True)
-        return x
-
-    return jax.tree.map(get, tree)
+    gathered, all in one program (a collective: every process must call it); the rest is left
+    as it is."""
+    leaves, treedef = jax.tree.flatten(tree)
+    spread = [i for i, x in enumerate(leaves)
+              if isinstance(x, jax.Array) and not x.is_fully_addressable]
+    if not spread:
+        return tree
+    # one exchange for the whole tree: per-leaf gathers cost ~0.1 s each on a loaded CPU
+    whole = jax.jit(_identity, out_shardings=tuple(
+        NamedSharding(leaves[i].sharding.mesh, P()) for i in spread))(*[leaves[i] for i in spread])
+    for i, x in zip(spread, whole):
+        leaves[i] = np.asarray(x.addressable_data(0))
+    return treedef.unflatten(leaves)
 
 
 def first_local(x):

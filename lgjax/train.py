@@ -173,7 +173,7 @@ def chunk_boundaries(t: TrainConfig, start: int) -> list[int]:
 
 
 def check_finite(states: TrainState, seeds: tuple[int, ...]) -> None:
-    bad = np.asarray(to_host(states.bad_step))  # every process decides alike
+    bad = np.asarray(states.bad_step)
     if (bad >= 0).any():
         i = int(np.argmax(bad >= 0))
         raise TrainingDiverged(f"seed {seeds[i]} produced a non-finite loss or parameter at step "
@@ -194,8 +194,10 @@ def train(cfg: RunConfig, states: TrainState | None = None, on_chunk: Callable |
         on_chunk(0, states, None)
     for end in chunk_boundaries(cfg.train, start):
         states, loss_S = runner(states, jnp.int32(end - start))
-        check_finite(states, cfg.train.seeds)
+        # one exchange per chunk: every process sees every seed's flag and loss, decides alike
+        bad_S, loss_S = to_host((states.bad_step, loss_S))
+        check_finite(states._replace(bad_step=bad_S), cfg.train.seeds)
         if on_chunk is not None:
-            on_chunk(end, states, to_host(loss_S))
+            on_chunk(end, states, loss_S)
         start = end
     return states
