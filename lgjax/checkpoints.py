@@ -4,6 +4,9 @@ Layout: <run_dir>/config.json, <run_dir>/<step>/ (orbax CheckpointManager), <run
 (lgjax.integrity) and, while a process writes it, <run_dir>/lgjax.lock (lgjax.rundir_lock).
 A directory that holds a different config, or checkpoints without a config, is refused; restores
 are strict, against `train.abstract_states(cfg)`, and verified against the step's digests.
+In a job of several processes every process saves its own block of seeds through orbax (which
+commits once all have written); process 0 alone locks the directory and writes config.json,
+digests and deletions, for the job.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import orbax.checkpoint as ocp
 
 from lgjax import train
 from lgjax.config import ConfigError, RunConfig
+from lgjax.devices import is_leader, sync, to_host
 from lgjax.integrity import CheckpointError, Digests, damaged, sha256_file, write_atomic
 from lgjax.rundir_lock import RunDirLock, live_holder, refusal
 
@@ -99,7 +103,7 @@ def check_run_dir(path: Path | str, cfg: RunConfig, resume: bool = False) -> Non
                           "--ckpt-root or fix its permissions")
     if path.is_dir():
         _check_contents(path, cfg, resume)
-        holder = live_holder(path)
+        holder = live_holder(path) if is_leader() else None  # process 0 locks for the job
         if holder is not None:
             raise refusal(path, holder)
 
@@ -137,6 +141,11 @@ def _first_line(err: BaseException, limit: int = 160) -> str:
     return f"{type(err).__name__}: {text[0][:limit] if text else ''}"
 
 
+def _manager_options() -> ocp.CheckpointManagerOptions:
+    return ocp.CheckpointManagerOptions(max_to_keep=None, create=True,
+                                        cleanup_tmp_directories=True)
+
+
 class RunDir:
     """Open (or create) a run directory for `cfg`; `resume` allows continuing one.
 
@@ -165,6 +174,11 @@ class RunDir:
         self._config_sha = sha256_file(self.path / CONFIG_FILE)
 
     def _open_for_writing(self, resume: bool) -> None:
+        if not is_leader():  # process 0 checks, locks and writes for the job; we only save
+            if self.path.is_dir():
+                _check_contents(self.path, self.cfg, resume)
+            self.manager = ocp.CheckpointManager(self.path, options=_manager_options())
+            return  # orbax's barrier in there: process 0 has written config.json by now
         check_run_dir(self.path, self.cfg, resume)
         created = not self.path.exists()
         try:
@@ -182,10 +196,8 @@ class RunDir:
                 wrote_config = True
             for trash in self.path.glob(f"{TRASH}*"):
                 shutil.rmtree(trash, ignore_errors=True)
-            options = ocp.CheckpointManagerOptions(max_to_keep=None, create=True,
-                                                   cleanup_tmp_directories=True)
             with _quiet_orbax():  # it warns about each damaged step it lists
-                self.manager = ocp.CheckpointManager(self.path, options=options)
+                self.manager = ocp.CheckpointManager(self.path, options=_manager_options())
         except BaseException:  # leave the directory as found (another writer may own it)
             if wrote_config:
                 (self.path / CONFIG_FILE).unlink(missing_ok=True)
@@ -219,7 +231,9 @@ class RunDir:
                                   "found damaged; refusing to overwrite it", step)
         for old in sorted(s for s in self.damaged if s >= step):
             self._discard(old)
-        self.digests.write_arrays(step, states, self._config_sha)
+        whole = to_host(states)  # several processes: every one takes part in the gather
+        if is_leader():
+            self.digests.write_arrays(step, whole, self._config_sha)
         if not self.manager.save(step, args=ocp.args.StandardSave(states)):
             raise CheckpointError(f"orbax declined to save step {step} in {self.path} (newer "
                                   f"steps: {[s for s in self.steps() if s > step]})", step)
@@ -227,16 +241,18 @@ class RunDir:
 
     def _finish_pending(self) -> None:
         self.manager.wait_until_finished()
-        if self._pending is not None and (self.path / str(self._pending)).is_dir():
+        if self._pending is not None and (self.path / str(self._pending)).is_dir() \
+                and is_leader():
             self.digests.add_files(self._pending)
         self._pending = None
 
     def _discard(self, step: int) -> None:
         # renamed first, so a kill during the delete leaves no half-deleted step folder
-        if (self.path / str(step)).exists():
+        if (self.path / str(step)).exists() and is_leader():
             trash = self.path / f"{TRASH}{step}-{uuid.uuid4().hex[:8]}"
             os.rename(self.path / str(step), trash)
             shutil.rmtree(trash)
+        sync(f"lgjax discard {self.path} {step}")  # every process reloads after the delete
         del self.damaged[step]
         with _quiet_orbax():
             self.manager.reload()
@@ -297,7 +313,7 @@ class RunDir:
                 self.damaged[step] = err.reason
                 continue
             record = None if self.readonly else self.digests.load(step)
-            if record is not None and "files" not in record:
+            if record is not None and "files" not in record and is_leader():
                 self.digests.add_files(step)  # killed before they were recorded; arrays verified
             bad = [s for s in steps if s > step]
             if bad:

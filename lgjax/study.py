@@ -11,7 +11,10 @@ A study is a module in `lgjax.experiments` holding
   figure(result, stem)        optional: writes stem.png and stem.pdf
   eval_lengths(cfg)           optional: every length the study evaluates (default cfg.eval_lengths)
   SCALE                       optional: study fields that count as scale (e.g. "ape_seeds")
-`run_study(module, cfg)` does the rest, identically for every study.
+`run_study(module, cfg)` does the rest, identically for every study. In a job of several
+processes (`lgjax launch`, or LGJAX_DISTRIBUTED=1 on a cluster) every process runs it: training
+splits the seeds over every process's devices, the final states are gathered so `measure` sees
+every seed everywhere, and process 0 alone shows progress, writes files and prints.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from tqdm import tqdm
 
 from lgjax import checkpoints, driver, train
 from lgjax.config import ConfigError, RunConfig
-from lgjax.devices import seed_mesh
+from lgjax.devices import is_leader, seed_mesh, to_host
 from lgjax.validation import validate
 
 
@@ -134,7 +137,7 @@ def preflight(module: ModuleType, cfg) -> dict[str, RunConfig]:
 
 def train_one(rc: RunConfig, run_dir: Path, opts: RunOptions, label: str) -> Trained:
     """Train (or continue, or reload a finished run) with checkpoints; a progress bar."""
-    bar = tqdm(total=rc.train.steps, desc=label, disable=not opts.progress)
+    bar = tqdm(total=rc.train.steps, desc=label, disable=not (opts.progress and is_leader()))
 
     def tick(step, states, loss_S):
         bar.update(step - bar.n)
@@ -146,6 +149,7 @@ def train_one(rc: RunConfig, run_dir: Path, opts: RunOptions, label: str) -> Tra
     states = driver.train_run(rc, run_dir, resume=resume, on_chunk=tick,
                                    devices=opts.devices or None)
     bar.close()
+    states = to_host(states)  # several processes: each held only its block of seeds
     return Trained(rc, states, run_dir, time.perf_counter() - t0)
 
 
@@ -180,6 +184,8 @@ def run_study(module: ModuleType, cfg) -> dict:
     result["measure_seconds"] = time.perf_counter() - t0 - t_train
     result["wall_seconds"] = time.perf_counter() - t0
     result = json.loads(json.dumps(result, default=jsonable))  # what the file holds, exactly
+    if not is_leader():  # the other processes of a job computed the same result
+        return result
     out = out_dir(module, cfg)
     written = [write_json(result, out).name]
     if hasattr(module, "write_extra"):
