@@ -28,6 +28,8 @@ COMMANDS = {  # name: (module, one-line help)
     "dynamics": ("lgjax.dynamics", "metrics over training, read from a run's checkpoints"),
     "bench": ("lgjax.bench", "speed of the multi-seed step vs the alternatives"),
     "contract-lab": ("lgjax.experiments.contract_lab", "positional contracts of six schemes"),
+    "contract-train": ("lgjax.experiments.contract_train", "contract matrix: train, measure"),
+    "contract-report": ("lgjax.experiments.contract_report", "contract matrix report, verdicts"),
     "reproduce": ("lgjax.reproduce", "run a study's experiments and check every published claim"),
 }
 
