@@ -238,7 +238,8 @@ def parameter_counts(t: Trained) -> dict:
 
 def measure_cell(cfg, t: Trained) -> dict:
     cell = Cell(t, cfg)
-    return {"in_range": cell.in_range(), "shift": cell.shifts(), "extend": cell.extension(),
+    in_range = cell.in_range()  # first: it chooses the head the extension readouts follow
+    return {"in_range": in_range, "shift": cell.shifts(), "extend": cell.extension(),
             "curve": cell.loss_curve(), "params": parameter_counts(t),
             "train_seconds": t.seconds}
 

@@ -222,3 +222,20 @@ def correlations(result: dict) -> dict:
         out[task] = {k: contract_eval.rank_correlation(np.concatenate([v[s] for s in ext]), y)
                      for k, v in preds.items()}
     return out
+
+
+RANGES = (0, 8, 16, 32, 64, 128)  # distance ranges of the failure-by-offset summary
+
+
+def failure_ranges(cell: dict, edges=RANGES) -> list[float | None]:
+    """Extension accuracy by the distance needed (query - evidence), pooled over seeds and
+    lengths, in the ranges [edges[i], edges[i+1]); None where no query needed that range."""
+    f = cell["extend"]["failure"]
+    lo = np.arange(len(f["total"])) * f["bin"]
+    total, hits = np.asarray(f["total"], float), np.asarray(f["correct"], float)
+    out = []
+    for a, b in zip(edges[:-1], edges[1:]):
+        inside = (lo >= a) & (lo < b)
+        n = total[inside].sum()
+        out.append(float(hits[inside].sum() / n) if n else None)
+    return out

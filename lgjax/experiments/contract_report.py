@@ -29,8 +29,10 @@ from lgjax.contract_verdicts import (  # noqa: E402
     MATRIX,
     POLICY,
     PREDICTIONS,
+    RANGES,
     column,
     correlations,
+    failure_ranges,
     interventions,
     judge,
     learnable_map,
@@ -109,6 +111,31 @@ def correlation_table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def failure_table(result: dict) -> str:
+    edges = RANGES
+    names = [f"{a}-{b - 1}" for a, b in zip(edges[:-1], edges[1:])]
+    lines = ["| task | scheme | " + " | ".join(names) + " |", "|---" * (len(names) + 2) + "|"]
+    for task, row in result["cells"].items():
+        for s, c in row.items():
+            cells = ["" if v is None else f"{v:.2f}" for v in failure_ranges(c, edges)]
+            lines.append(f"| {task} | {s} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def attention_table(result: dict) -> str:
+    """The chosen head's in-range hit rate and the largest per-head logit range."""
+    ext = result["extend"]
+    lines = ["| task | scheme | head hit rate (in range) | logit range in range | "
+             + " | ".join(f"at {L}" for L in ext) + " |", "|---" * (len(ext) + 4) + "|"]
+    for task, row in result["cells"].items():
+        for s, c in row.items():
+            top = lambda r: f"{np.mean(np.max(r, axis=-1)):.1f}"
+            cols = [top(c["extend"][str(L)]["logit_range"]) for L in ext]
+            lines.append(f"| {task} | {s} | {np.mean(c['in_range']['hit_rate']):.2f} | "
+                         f"{top(c['in_range']['logit_range'])} | " + " | ".join(cols) + " |")
+    return "\n".join(lines)
+
+
 def params_table(result: dict) -> str:
     lines = ["| scheme | parameters | encoding | encoding (trained) |", "|---|---|---|---|"]
     task = result["tasks"][0]
@@ -137,7 +164,11 @@ def render(result: dict) -> str:
             thesis_line(wins), "", "## Interventions (paired, vs no intervention)",
             intervention_table(result), "", "## Matched training loss", matched_table(result),
             "", "## Rank correlation with extension accuracy (Spearman, seed-runs)",
-            correlation_table(result)]
+            correlation_table(result), "",
+            "## Failure by relative offset (extension accuracy by distance needed, pooled)",
+            failure_table(result), "",
+            "## Attention: chosen head and logit range (max over heads, mean over seeds)",
+            attention_table(result)]
     return "\n".join(head + body)
 
 
@@ -149,11 +180,15 @@ def figure(result: dict, stem: Path) -> None:
     matrix per cell at the extension lengths."""
     marks = {(v["task"], v["column"], v["scheme"]): v["verdict"] for v in judge(result)}
     tasks, schemes = list(result["cells"]), result["schemes"]
-    fig, axes = plt.subplots(1, len(MATRIX), figsize=(3.2 * len(MATRIX), 0.9 * len(tasks) + 2))
-    for ax, name in zip(np.atleast_1d(axes), MATRIX):
+    rows = (len(MATRIX) + 2) // 3
+    fig, axes = plt.subplots(rows, 3, squeeze=False,
+                             figsize=(5.5 * 3, rows * (0.75 * len(tasks) + 1.6)))
+    for ax in axes.flat[len(MATRIX):]:
+        ax.axis("off")
+    for k, (ax, name) in enumerate(zip(axes.flat, MATRIX)):
         grid = np.full((len(tasks), len(schemes)), np.nan)
         for i, t in enumerate(tasks):
-            for j, (s, v) in enumerate((s, v) for s, v in column(result, t, name).items()):
+            for s, v in column(result, t, name).items():
                 m, lo, hi = t_interval(v)
                 j = schemes.index(s)
                 grid[i, j] = m
@@ -162,8 +197,7 @@ def figure(result: dict, stem: Path) -> None:
                         va="center", fontsize=7)
         ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", alpha=0.8, aspect="auto")
         ax.set_xticks(range(len(schemes)), schemes, rotation=45, fontsize=8)
-        ax.set_yticks(range(len(tasks)), tasks if ax is np.atleast_1d(axes)[0] else [],
-                      fontsize=8)
+        ax.set_yticks(range(len(tasks)), tasks if k % 3 == 0 else [], fontsize=8)
         ax.set_title(COLUMNS[name][0], fontsize=9)
     fig.suptitle("contract matrix: mean ± 95% CI half-width over seeds "
                  "(✓ confirmed, ✗ contradicted, = no effect, ? unresolved, ∅ not learnable)",
@@ -213,6 +247,8 @@ class Config:
     source: str = field(default="", metadata={"positional": True})  # results folder or --ckpt-root
     out: str = ""  # report folder (default: the results folder, or <ckpt-root>/report)
     eval_sequences: int = 512  # for a --ckpt-root: evaluation sequences per length and seed
+    extend: tuple[int, ...] = (64, 96, 128)  # for a --ckpt-root: extension lengths
+    shifts: tuple[int, ...] = (4, 12)  # for a --ckpt-root: PAD prefixes of the shift evaluation
 
 
 def main(cfg: Config) -> None:
@@ -259,7 +295,9 @@ def measure_root(root: Path, cfg: Config) -> dict:
     t = next(iter(trained.values())).config.train
     run = dataclasses.replace(planned.run, seeds=len(t.seeds), steps=t.steps, batch=t.batch,
                               eval_sequences=cfg.eval_sequences)
-    study_cfg = dataclasses.replace(planned, run=run, train_lengths=(t.lmin, t.lmax))
+    study_cfg = dataclasses.replace(planned, run=run, train_lengths=(t.lmin, t.lmax),
+                                    extend=cfg.extend, shifts=cfg.shifts)
+    contract_train.check(study_cfg)
     result = contract_measure.measure_matrix(study_cfg, trained)
     result |= {"planned_tasks": list(planned.tasks), "planned_schemes": list(planned.schemes)}
     return json.loads(json.dumps(result, default=_jsonable))
