@@ -259,7 +259,8 @@ def matched_loss(cfg, trained: dict, cells: dict) -> dict:
         out[task] = {"level": level, "schemes": {}}
         for scheme, c in learnable.items():
             t = trained[f"contract/{task}/{scheme}"]
-            out[task]["schemes"][scheme] = matched_cell(cfg, t, c["curve"], level)
+            out[task]["schemes"][scheme] = c["matched"] = matched_cell(cfg, t, c["curve"],
+                                                                        level)
     return out
 
 

@@ -76,9 +76,10 @@ COLUMNS = {  # name: (label, cell -> per-seed values or None)
     "far_extend": ("ext far", lambda c: _mean_over(_lengths(c), "far")
                    if "far" in c["in_range"] else None),
     "nonlocal": ("misattend far", lambda c: _mean_over(_lengths(c), "nonlocal")),
+    "matched_extend": ("ext at matched loss", lambda c: c.get("matched", {}).get("extend")),
 }
 MATRIX = ("in_range", "shift_acc", "shift_consistency", "extend", "pi", "retrieval")
-WIN_COLUMNS = ("in_range", "shift_consistency", "extend", "pi", "retrieval")
+WIN_COLUMNS = ("in_range", "shift_consistency", "extend", "pi", "retrieval", "matched_extend")
 INTERVENTIONS = ("pi", "retrieval")
 
 
@@ -177,7 +178,14 @@ def judge(result: dict) -> list[dict]:
 
 
 def winners(result: dict) -> dict:
-    return {(t, c): winner(column(result, t, c)) for t in result["cells"] for c in WIN_COLUMNS}
+    """{(task, column): winner or None} over the columns a task has measured."""
+    return {(t, c): winner(v) for t in result["cells"] for c in WIN_COLUMNS
+            if (v := column(result, t, c))}
+
+
+def not_learnable(result: dict) -> list[str]:
+    return [f"{t}/{s}" for t in result["cells"] for s, ok in learnable_map(result, t).items()
+            if not ok]
 
 
 def thesis_line(wins: dict) -> str:

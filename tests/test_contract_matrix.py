@@ -16,6 +16,7 @@ from lgjax.contract_eval import ENCODINGS
 from lgjax.contract_verdicts import (
     failure_ranges,
     judge,
+    not_learnable,
     thesis_line,
     verdict,
     winner,
@@ -156,8 +157,9 @@ def test_verdicts_confirmed_contradicted_no_effect_not_learnable():
                             "nope": synthetic_cell(in_range=0.5, extend=0.9)},  # not learnable
         "offset_copy": {"rope": synthetic_cell(shift=0.2), "ape": synthetic_cell(shift=0.9)},
     }
-    got = {(v["task"], v["scheme"], v["column"]): v["verdict"]
-           for v in judge(synthetic_result(cells))}
+    result = synthetic_result(cells)
+    got = {(v["task"], v["scheme"], v["column"]): v["verdict"] for v in judge(result)}
+    assert not_learnable(result) == ["absolute_anchor/nope"]
     assert got[("absolute_anchor", "ape", "extend")] == "confirmed"
     # sinusoidal is within 0.05 of rope and its interval covers 0 both ways round
     assert got[("absolute_anchor", "sinusoidal", "extend")] == "no effect"

@@ -36,6 +36,7 @@ from lgjax.contract_verdicts import (  # noqa: E402
     interventions,
     judge,
     learnable_map,
+    not_learnable,
     t_interval,
     thesis_line,
     winners,
@@ -59,14 +60,16 @@ def predicted_table() -> str:
 def matrix_table(result: dict) -> str:
     lines = []
     for task in result["cells"]:
-        cols = [c for c in (*MATRIX, "near_extend", "far_extend") if column(result, task, c)]
+        cols = [c for c in (*MATRIX, "matched_extend", "near_extend", "far_extend")
+            if column(result, task, c)]
         ok = learnable_map(result, task)
         lines += ["", f"## {task}", "| scheme | " + " | ".join(COLUMNS[c][0] for c in cols)
                   + " | learnable |", "|---" * (len(cols) + 2) + "|"]
         values = {c: column(result, task, c) for c in cols}
         for s in result["schemes"]:
             if s in values["in_range"]:
-                lines.append(f"| {s} | " + " | ".join(fmt(values[c][s]) for c in cols)
+                lines.append(f"| {s} | " + " | ".join(fmt(values[c][s]) if s in values[c]
+                                                      else "-" for c in cols)
                              + f" | {'yes' if ok[s] else 'NO'} |")
     return "\n".join(lines)
 
@@ -105,9 +108,18 @@ def matched_table(result: dict) -> str:
 def correlation_table(result: dict) -> str:
     corr = correlations(result)
     names = list(next(iter(corr.values()))) if corr else []
-    lines = ["| predictor | " + " | ".join(corr) + " |", "|---" * (len(corr) + 1) + "|"]
+    strength = {k: np.nanmean([abs(corr[t][k]) for t in corr]) if any(
+        np.isfinite(corr[t][k]) for t in corr) else float("nan") for k in names}
+    lines = ["| predictor | " + " | ".join(corr) + " | mean abs |",
+             "|---" * (len(corr) + 2) + "|"]
     for k in names:
-        lines.append(f"| {k} | " + " | ".join(f"{corr[t][k]:+.2f}" for t in corr) + " |")
+        lines.append(f"| {k} | " + " | ".join(f"{corr[t][k]:+.2f}" for t in corr)
+                     + f" | {strength[k]:.2f} |")
+    contract = {k: v for k, v in strength.items() if k != "in-range loss" and np.isfinite(v)}
+    if contract and np.isfinite(strength.get("in-range loss", np.nan)):
+        best = max(contract, key=contract.get)
+        lines.append(f"In-range loss: mean |rho| {strength['in-range loss']:.2f}; the strongest "
+                     f"contract measure ({best}): {contract[best]:.2f}.")
     return "\n".join(lines)
 
 
@@ -156,6 +168,11 @@ def render(result: dict) -> str:
             "Complete matrix.", "", POLICY.format(learnable=result["learnable"]), "",
             predicted_table(), "", f"Parameters per scheme ({result['tasks'][0]}):",
             params_table(result)]
+    stuck = not_learnable(result)
+    if stuck:
+        head += ["", f"Not learnable at this budget ({result['steps']} steps; in-range accuracy "
+                 f"< {result['learnable']}): {', '.join(stuck)}. Their predictions are not "
+                 "judged: a cell the budget did not teach says nothing about its scheme."]
     wins = winners(result)
     body = ["", "# Results: mean [95% CI] over seeds (accuracy; shift cons. = same answer "
             "before and after the shift)", matrix_table(result), "", "## Verdicts",
