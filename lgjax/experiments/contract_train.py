@@ -4,12 +4,15 @@ Spec: contract.md, part 2. One run per (task, scheme) cell, named contract/<task
 seeds of a cell stacked in it, so the whole matrix resumes across processes (--resume). The model
 is one small transformer (2 layers, 4 heads, d = 64) whose encoding is the only thing a scheme
 changes; trained on lengths 8..32 with Adam (lr 1e-3, batch 64).
-Published scale (the defaults): 5 seeds, 1500 steps per cell. Measured here: one cell (5 seeds)
-costs ~300-530 ms per step on this 2-core CPU while shared with other jobs; ~6.5 GFLOP per step
-puts it near 150-250 ms alone, so 24 cells x 1500 steps is ~1.5-2 h of this CPU alone (the spec's
-3000 steps assumed a 3x cheaper step). Evaluation then takes ~15-40 min.
+Published scale (the defaults): 5 seeds, 1500 steps per cell, 512 evaluation sequences per
+length and seed. Why 1500: one cell (5 seeds stacked) measured 290-530 ms per step on this 2-core
+CPU shared with three other jobs (450-770 ms during the matrix run itself); a step is ~6.5 GFLOP,
+so alone it is ~150-250 ms and 24 cells x 1500 steps is ~1.5-2.5 h of this CPU alone (the spec's
+3000 steps assumed a step ~3x cheaper). Shared, a cell takes ~15-20 min and the matrix ~6-8 h;
+it resumes (--resume) from the last checkpoint (every 125 steps). Measuring takes ~1 min of CPU
+per cell (~5 min shared).
 Command: lgjax contract-train --ckpt-root /work/runs/contract --out results/contract --resume
-Expect (the predicted matrix, lgjax.experiments.contract_report.PREDICTIONS): absolute schemes win
+Expect (the predicted matrix, lgjax.contract_verdicts.PREDICTIONS): absolute schemes win
 the named slot past the trained range; relative/rotary keep the answer under a PAD shift of the
 offset task; ALiBi helps local copying and loses far ordered updates; RoPE may misattend far.
 """
