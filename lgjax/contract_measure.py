@@ -213,7 +213,7 @@ class Cell:
         n = self.cfg.probe_sequences
         b = sample(self.task, self.seeds, IN_RANGE, n, self.lmin, self.lmax, self.lmax)
         steps, losses = [], []
-        with checkpoints.RunDir(self.t.run_dir, self.rc, resume=True) as run:
+        with checkpoints.open_run(self.t.run_dir)[1] as run:  # for reading
             for step in sorted(run.steps()):
                 params = run.restore(step).params
                 logits = readout(self.model, self.task, params, b.tokens, b.length)[0]
@@ -268,7 +268,7 @@ def matched_cell(cfg, t: Trained, curve: dict, level: float) -> dict:
     loss_KxS = np.asarray(curve["loss"])
     steps = np.asarray(curve["steps"])
     first = np.where((loss_KxS <= level).any(0), (loss_KxS <= level).argmax(0), len(steps) - 1)
-    with checkpoints.RunDir(t.run_dir, t.config, resume=True) as run:
+    with checkpoints.open_run(t.run_dir)[1] as run:
         restored = {int(steps[k]): run.restore(int(steps[k])).params for k in set(first)}
     params_S = jax.tree.map(lambda *x: np.stack(x), *[
         jax.tree.map(lambda a, s=s: a[s], restored[int(steps[k])]) for s, k in enumerate(first)])
