@@ -32,6 +32,8 @@ COMMANDS = {  # name: (module, one-line help)
                             "training-free score alpha_L for every encoding x task"),
     "realizability-train": ("lgjax.experiments.realizability_train", "the realizability grid"),
     "realizability-report": ("lgjax.experiments.realizability_report", "alpha vs trained LG"),
+    "contract-train": ("lgjax.experiments.contract_train", "contract matrix: train, measure"),
+    "contract-report": ("lgjax.experiments.contract_report", "contract matrix report, verdicts"),
     "reproduce": ("lgjax.reproduce", "run a study's experiments and check every published claim"),
     "launch": ("lgjax.launch", "run a command as a job of several processes on this machine"),
 }
