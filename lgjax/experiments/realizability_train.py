@@ -54,7 +54,7 @@ class Config:
     chunk: int = 250  # steps per compiled loop call (progress-line granularity)
     ckpt_every: int = 500  # checkpoint interval in steps (the last two are kept)
     seed_axis: str = "blocks"  # one task's seeds inside the program: vmap, map or blocks
-    layout: str = "tasks"  # the program's cell layout: tasks (CPU) or flat (one wide vmap, GPU)
+    layout: str = "serial"  # how cells share a program: serial|tasks (CPU) or flat (accelerator)
     rope_scale: float = 1.0  # RoPE frequency scale (the spec's frequency-scale rows)
     name: str = "realizability"  # programs live in <ckpt-root>/<name>/<tier>/<encoding>/
     run: RunOptions = RunOptions(seeds=5, steps=3000, batch=64, eval_sequences=1024,
@@ -112,7 +112,7 @@ def preflight(cfg: Config) -> dict[tuple[str, str], grid.Grid]:
     """Every check of every program before anything trains or is written."""
     check_options(cfg.run)
     if cfg.layout not in grid.LAYOUTS:
-        raise ConfigError(f"--layout: use one of {grid.LAYOUTS}, not {cfg.layout!r}")
+        raise ConfigError(f"--layout: use one of {sorted(grid.LAYOUTS)}, not {cfg.layout!r}")
     if cfg.run.devices > 1:
         raise ConfigError("--devices: the grid runner runs on one device; use 0 or 1")
     if not (cfg.tiers and cfg.encodings and cfg.tasks and cfg.test_lengths):
