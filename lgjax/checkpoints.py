@@ -1,24 +1,38 @@
 """Run directories: orbax checkpoints of the stacked (seed-axis) state plus the run's config.
 
-Layout: <run_dir>/config.json and <run_dir>/<step>/ (orbax CheckpointManager). A directory that
-holds a different config is refused; restores are strict, against `train.abstract_states(cfg)`.
+Layout: <run_dir>/config.json, <run_dir>/<step>/ (orbax CheckpointManager), <run_dir>/digests/
+(lgjax.integrity) and, while a process writes it, <run_dir>/lgjax.lock (lgjax.rundir_lock).
+A directory that holds a different config, or checkpoints without a config, is refused; restores
+are strict, against `train.abstract_states(cfg)`, and verified against the step's digests.
+In a job of several processes every process saves its own block of seeds through orbax (which
+commits once all have written); process 0 alone locks the directory and writes config.json,
+digests and deletions, for the job.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
+import logging
+import os
+import shutil
+import sys
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
+import jax
 import orbax.checkpoint as ocp
 
 from lgjax import train
 from lgjax.config import ConfigError, RunConfig
+from lgjax.devices import is_leader, sync, to_host
+from lgjax.integrity import CheckpointError, Digests, damaged, sha256_file, write_atomic
+from lgjax.rundir_lock import RunDirLock, live_holder, refusal
 
 CONFIG_FILE = "config.json"
-
-
-class CheckpointError(RuntimeError):
-    pass
+TRASH = ".lgjax-trash-"  # a damaged step is renamed to this prefix before it is deleted
 
 
 def _diff(a: dict, b: dict, prefix="") -> list[str]:
@@ -32,72 +46,304 @@ def _diff(a: dict, b: dict, prefix="") -> list[str]:
     return out
 
 
+def step_folders(path: Path) -> list[int]:
+    """Steps with a folder in `path` (orbax renames a finished save into place, so each was
+    committed once; whether it is still intact is for `RunDir.restore_verified` to say)."""
+    if not path.is_dir():
+        return []
+    return sorted(int(p.name) for p in path.iterdir() if p.name.isdigit() and p.is_dir())
+
+
 def read_config(run_dir: Path | str) -> RunConfig:
     path = Path(run_dir) / CONFIG_FILE
+    if not Path(run_dir).is_dir():
+        raise CheckpointError(f"{run_dir} does not exist or is not a directory; point at a run "
+                              "directory (the folder holding config.json)")
     if not path.is_file():
         raise CheckpointError(f"{path} is missing: {run_dir} is not a run directory written by "
                               "lgjax (point at the folder holding config.json)")
     try:
         return RunConfig.from_json(path.read_text())
-    except (json.JSONDecodeError, KeyError, TypeError) as err:
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
         raise CheckpointError(f"{path} is corrupt ({err}); restore it or start a new run") from err
 
 
-def config_diff(saved: RunConfig, now: RunConfig) -> list[str]:
-    """Fields that differ between a saved run's config and the one asked for."""
-    return _diff(json.loads(saved.to_json()), json.loads(now.to_json()))
+def _check_contents(path: Path, cfg: RunConfig, resume: bool) -> None:
+    steps = step_folders(path)
+    if (path / CONFIG_FILE).exists():
+        saved = read_config(path)
+        diffs = _diff(json.loads(saved.to_json()), json.loads(cfg.to_json()))
+        if diffs:
+            raise ConfigError(f"run directory {path} holds a different config ("
+                              + "; ".join(diffs[:6]) + "); choose another run name/--out "
+                              "or delete that directory")
+    elif steps:
+        raise ConfigError(f"run directory {path} holds checkpoints (steps {steps[0]}..{steps[-1]})"
+                          f" but no {CONFIG_FILE}, so what they were trained with is unknown; "
+                          f"restore its {CONFIG_FILE} or choose another run name/--ckpt-root")
+    if steps and not resume:
+        raise ConfigError(f"run directory {path} already has checkpoints (latest step "
+                          f"{steps[-1]}); pass --resume to continue it or choose another run name")
+
+
+def check_run_dir(path: Path | str, cfg: RunConfig, resume: bool = False) -> None:
+    """Every check a writing RunDir makes, writing nothing: run it for all of a command's runs
+    before anything trains. Raises ConfigError (RunDirLocked when another process writes it) or
+    CheckpointError (a corrupt config.json)."""
+    path = Path(path).absolute()
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"run directory {path} exists and is not a directory; choose another "
+                          "run name/--ckpt-root")
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir():
+        raise ConfigError(f"run directory {path}: {existing} is a file; choose another "
+                          "--ckpt-root")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"run directory {path}: {existing} is not writable; choose another "
+                          "--ckpt-root or fix its permissions")
+    if path.is_dir():
+        _check_contents(path, cfg, resume)
+        holder = live_holder(path) if is_leader() else None  # process 0 locks for the job
+        if holder is not None:
+            raise refusal(path, holder)
+
+
+@contextlib.contextmanager
+def _quiet_orbax():
+    """orbax logs warnings about damaged steps itself; the CheckpointError says it in one line."""
+    logs = [logging.getLogger(name) for name in ("absl", "asyncio")]
+    levels = [log.level for log in logs]
+    for log in logs:
+        log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for log, level in zip(logs, levels):
+            log.setLevel(level)
+
+
+def _drop_failed_reads() -> None:
+    """A failed orbax read leaves its sibling reads as dropped coroutines; collect them now, with
+    the unraisable hook muted, instead of letting the collector print a traceback for each."""
+    hook = sys.unraisablehook
+    sys.unraisablehook = lambda _: None
+    try:
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+
+
+def _first_line(err: BaseException, limit: int = 160) -> str:
+    """The first line of the innermost cause (orbax wraps tensorstore's telling message)."""
+    while err.__cause__ is not None:
+        err = err.__cause__
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0][:limit] if text else ''}"
+
+
+def _manager_options() -> ocp.CheckpointManagerOptions:
+    return ocp.CheckpointManagerOptions(max_to_keep=None, create=True,
+                                        cleanup_tmp_directories=True)
 
 
 class RunDir:
-    """Open (or create) a run directory for `cfg`; `resume` allows continuing one."""
+    """Open (or create) a run directory for `cfg`; `resume` allows continuing one.
 
-    def __init__(self, path: Path | str, cfg: RunConfig, resume: bool = False):
+    A writer holds the directory's lock from open to close (also when an exception ends it).
+    `readonly=True` opens an existing run for analysis: no lock, nothing written.
+    `damaged` collects {step: reason} for every step found damaged so far.
+    """
+
+    def __init__(self, path: Path | str, cfg: RunConfig, resume: bool = False,
+                 readonly: bool = False):
         self.path = Path(path).absolute()
         self.cfg = cfg
-        cfg_file = self.path / CONFIG_FILE
-        if cfg_file.exists():
-            saved = read_config(self.path)
-            diffs = _diff(json.loads(saved.to_json()), json.loads(cfg.to_json()))
-            if diffs:
-                raise ConfigError(f"run directory {self.path} holds a different config ("
-                                  + "; ".join(diffs[:6]) + "); choose another run name/--out "
-                                  "or delete that directory")
-        self.manager = ocp.CheckpointManager(
-            self.path, options=ocp.CheckpointManagerOptions(max_to_keep=None, create=True))
-        if self.manager.latest_step() is not None and not resume:
-            self.manager.close()
-            raise ConfigError(f"run directory {self.path} already has checkpoints (latest step "
-                              f"{self.manager.latest_step()}); pass --resume to continue it or "
-                              "choose another run name")
-        if not cfg_file.exists():
-            cfg_file.write_text(cfg.to_json())
+        self.readonly = readonly
+        self.damaged: dict[int, str] = {}
+        self.digests = Digests(self.path)
+        self._lock: RunDirLock | None = None
+        self._pending: int | None = None  # saved step whose files are not digested yet
+        self._legacy_noticed = False
+        if readonly:
+            read_config(self.path)
+            with _quiet_orbax():  # it warns that a read-only manager saves nothing
+                self.manager = ocp.CheckpointManager(
+                    self.path, options=ocp.CheckpointManagerOptions(read_only=True, create=False))
+        else:
+            self._open_for_writing(resume)
+        self._config_sha = sha256_file(self.path / CONFIG_FILE)
+
+    def _open_for_writing(self, resume: bool) -> None:
+        if not is_leader():  # process 0 checks, locks and writes for the job; we only save
+            if self.path.is_dir():
+                _check_contents(self.path, self.cfg, resume)
+            self.manager = ocp.CheckpointManager(self.path, options=_manager_options())
+            return  # orbax's barrier in there: process 0 has written config.json by now
+        check_run_dir(self.path, self.cfg, resume)
+        created = not self.path.exists()
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ConfigError(f"run directory {self.path} cannot be created ({err.strerror}); "
+                              "choose another --ckpt-root") from err
+        lock = RunDirLock(self.path)
+        wrote_config = False
+        try:
+            lock.acquire()
+            _check_contents(self.path, self.cfg, resume)  # again, now that no one else writes
+            if not (self.path / CONFIG_FILE).exists():
+                write_atomic(self.path / CONFIG_FILE, self.cfg.to_json())
+                wrote_config = True
+            for trash in self.path.glob(f"{TRASH}*"):
+                shutil.rmtree(trash, ignore_errors=True)
+            with _quiet_orbax():  # it warns about each damaged step it lists
+                self.manager = ocp.CheckpointManager(self.path, options=_manager_options())
+        except BaseException:  # leave the directory as found (another writer may own it)
+            if wrote_config:
+                (self.path / CONFIG_FILE).unlink(missing_ok=True)
+            lock.release()
+            if created:
+                with contextlib.suppress(OSError):  # not empty: someone else writes it now
+                    self.path.rmdir()
+            raise
+        self._lock = lock
 
     def steps(self) -> list[int]:
-        return list(self.manager.all_steps())
+        return step_folders(self.path)
 
     def latest(self) -> int | None:
-        return self.manager.latest_step()
+        steps = self.steps()
+        return steps[-1] if steps else None
+
+    def needs_save(self, step: int) -> bool:
+        """True when `step` has no checkpoint, or only one found damaged."""
+        return step in self.damaged or not (self.path / str(step)).exists()
 
     def save(self, step: int, states: train.TrainState) -> None:
-        self.manager.save(step, args=ocp.args.StandardSave(states))
+        """Save asynchronously. Damaged steps from `step` on are deleted first (orbax saves no
+        step older than its newest); an intact step is never overwritten."""
+        if self.readonly:
+            raise CheckpointError(f"{self.path} was opened read-only; open it with RunDir to "
+                                  "write", step)
+        self._finish_pending()
+        if (self.path / str(step)).exists() and step not in self.damaged:
+            raise CheckpointError(f"checkpoint step {step} in {self.path} exists and was not "
+                                  "found damaged; refusing to overwrite it", step)
+        for old in sorted(s for s in self.damaged if s >= step):
+            self._discard(old)
+        whole = to_host(states)  # several processes: every one takes part in the gather
+        if is_leader():
+            self.digests.write_arrays(step, whole, self._config_sha)
+        if not self.manager.save(step, args=ocp.args.StandardSave(states)):
+            raise CheckpointError(f"orbax declined to save step {step} in {self.path} (newer "
+                                  f"steps: {[s for s in self.steps() if s > step]})", step)
+        self._pending = step
+
+    def _finish_pending(self) -> None:
+        self.manager.wait_until_finished()
+        if self._pending is not None and (self.path / str(self._pending)).is_dir() \
+                and is_leader():
+            self.digests.add_files(self._pending)
+        self._pending = None
+
+    def _discard(self, step: int) -> None:
+        # renamed first, so a kill during the delete leaves no half-deleted step folder
+        if (self.path / str(step)).exists() and is_leader():
+            trash = self.path / f"{TRASH}{step}-{uuid.uuid4().hex[:8]}"
+            os.rename(self.path / str(step), trash)
+            shutil.rmtree(trash)
+        sync(f"lgjax discard {self.path} {step}")  # every process reloads after the delete
+        del self.damaged[step]
+        with _quiet_orbax():
+            self.manager.reload()
+
+    def restore_verified(self, step: int) -> train.TrainState:
+        """The state saved at `step`, checked against its digests; CheckpointError naming the
+        step when it is missing, unreadable or differs from what was saved."""
+        if not (self.path / str(step)).is_dir():
+            raise CheckpointError(f"checkpoint step {step} in {self.path} does not exist "
+                                  f"(steps: {self.steps()})", step, "does not exist")
+        record = self.digests.load(step)
+        if record is not None:
+            self.digests.check_files(step, record, self._config_sha)
+        try:
+            if step not in self.manager.all_steps():
+                self.manager.reload()
+            with _quiet_orbax():
+                restored = self.manager.restore(
+                    step, args=ocp.args.StandardRestore(train.abstract_states(self.cfg)))
+        except Exception as err:  # orbax and tensorstore raise many types for unreadable data
+            _drop_failed_reads()
+            raise damaged(self.path, step, f"orbax cannot read it ({_first_line(err)})") from err
+        # on the host for the digests; handed back uncommitted, like a fresh init, so the
+        # chunk runner compiled for a fresh run serves a resumed one too
+        states = jax.device_get(restored if isinstance(restored, train.TrainState)
+                                else train.TrainState(*restored))
+        if record is not None:
+            self.digests.check_arrays(step, record, states)
+        elif not self._legacy_noticed:
+            self._legacy_noticed = True
+            print(f"lgjax: {self.path}: checkpoints without digests (saved before lgjax wrote "
+                  f"them; first: step {step}) are restored unverified", file=sys.stderr)
+        if int(states.step.reshape(-1)[0]) != step:
+            raise damaged(self.path, step, f"it holds the state of step {int(states.step[0])}")
+        return jax.device_put(states)
+
+    def readable_steps(self, steps: list[int] | None = None
+                       ) -> Iterator[tuple[int, train.TrainState]]:
+        """(step, state) for each intact step of `steps` (default: all), in order; the others
+        are skipped and recorded in `self.damaged`."""
+        for step in self.steps() if steps is None else steps:
+            try:
+                state = self.restore_verified(step)
+            except CheckpointError as err:
+                self.damaged[step] = err.reason
+                continue
+            yield step, state
+
+    def restore_latest_intact(self) -> tuple[int, train.TrainState] | None:
+        """(step, state) of the newest intact step, None when there is no step at all; damaged
+        newer ones are named on stderr in one line (and replaced by later saves). CheckpointError
+        when steps exist but none is intact."""
+        steps = self.steps()
+        for step in reversed(steps):
+            try:
+                state = self.restore_verified(step)
+            except CheckpointError as err:
+                self.damaged[step] = err.reason
+                continue
+            record = None if self.readonly else self.digests.load(step)
+            if record is not None and "files" not in record and is_leader():
+                self.digests.add_files(step)  # killed before they were recorded; arrays verified
+            bad = [s for s in steps if s > step]
+            if bad:
+                what = "; ".join(f"{s}: {self.damaged[s]}" for s in reversed(bad))
+                print(f"lgjax: {self.path}: damaged checkpoint step{'s' * (len(bad) > 1)} "
+                      f"skipped ({what}); resuming from step {step}", file=sys.stderr)
+            return step, state
+        if steps:
+            what = "; ".join(f"{s}: {self.damaged[s]}" for s in reversed(steps))
+            raise CheckpointError(f"no intact checkpoint in {self.path} ({what}); delete the "
+                                  "run directory to start over")
+        return None
 
     def restore(self, step: int | None = None) -> train.TrainState:
-        step = self.latest() if step is None else step
-        if step is None:
-            raise CheckpointError(f"no complete checkpoint in {self.path}")
-        target = train.abstract_states(self.cfg)
-        try:
-            restored = self.manager.restore(step, args=ocp.args.StandardRestore(target))
-        except Exception as err:  # orbax raises several types for unreadable data
-            raise CheckpointError(f"checkpoint {step} in {self.path} cannot be restored ({err}); "
-                                  "it may be corrupt: delete that step folder to fall back to "
-                                  "an earlier one") from err
-        return train.TrainState(*restored) if not isinstance(restored, train.TrainState) \
-            else restored
+        """restore_verified(step); step None: the newest intact step."""
+        if step is not None:
+            return self.restore_verified(step)
+        found = self.restore_latest_intact()
+        if found is None:
+            raise CheckpointError(f"no checkpoint in {self.path}; train the run first")
+        return found[1]
 
     def close(self) -> None:
-        self.manager.wait_until_finished()
-        self.manager.close()
+        try:
+            if not self.readonly:
+                self._finish_pending()
+            self.manager.close()
+        finally:
+            if self._lock is not None:
+                self._lock.release()
 
     def __enter__(self):
         return self
@@ -107,25 +353,10 @@ class RunDir:
 
 
 def open_run(path: Path | str) -> tuple[RunConfig, RunDir]:
-    """Open an existing run read-only-ish (for analysis): its config and manager."""
+    """Open an existing run read-only (for analysis, no lock): its config and RunDir."""
     cfg = read_config(path)
-    return cfg, RunDir(path, cfg, resume=True)
+    return cfg, RunDir(path, cfg, readonly=True)
 
 
-def train_run(cfg: RunConfig, path: Path | str, resume: bool = False, on_chunk=None,
-              runner=None, devices: int | None = None) -> train.TrainState:
-    """Train with checkpoints at cfg's schedule; resume from the latest complete one."""
-    want = set(train.checkpoint_steps(cfg.train))
-    with RunDir(path, cfg, resume=resume) as run:
-        states = run.restore() if run.latest() is not None else None
-
-        def hook(step, states, loss_S):
-            if step in want and step not in run.steps():
-                run.save(step, states)
-            if on_chunk is not None:
-                on_chunk(step, states, loss_S)
-
-        return train.train(cfg, states, hook, runner, devices)
-
-
-__all__ = ["RunDir", "train_run", "open_run", "read_config", "CheckpointError"]
+__all__ = ["RunDir", "open_run", "read_config", "check_run_dir", "step_folders",
+           "CheckpointError"]

@@ -225,7 +225,7 @@ def dynamics(metric: str, near: int = 200):
         need(results, "mechanics", *MECHANICS_K2)
         steps = list(get(results, "mechanics", "b", metric, "steps"))
         mean = get(results, "mechanics", "b", metric, "mean")
-        n = int(get(results, "mechanics", "config", "seeds"))
+        n = int(get(results, "mechanics", "config", "run", "seeds"))
         if not steps or steps[0] != 0:
             raise missing(f"mechanics/b/{metric} at step 0")
         step = min(steps, key=lambda s: abs(s - near))

@@ -27,12 +27,25 @@ COMMANDS = {  # name: (module, one-line help)
     "transformer": ("lgjax.experiments.transformer", "2-layer decoder on the shift task"),
     "dynamics": ("lgjax.dynamics", "metrics over training, read from a run's checkpoints"),
     "bench": ("lgjax.bench", "speed of the multi-seed step vs the alternatives"),
+    "contract-lab": ("lgjax.experiments.contract_lab", "positional contracts of six schemes"),
+    "realizability-alpha": ("lgjax.experiments.realizability_alpha",
+                            "training-free score alpha_L for every encoding x task"),
     "realizability-train": ("lgjax.experiments.realizability_train", "the realizability grid"),
     "realizability-report": ("lgjax.experiments.realizability_report", "alpha vs trained LG"),
+    "contract-train": ("lgjax.experiments.contract_train", "contract matrix: train, measure"),
+    "contract-report": ("lgjax.experiments.contract_report", "contract matrix report, verdicts"),
     "reproduce": ("lgjax.reproduce", "run a study's experiments and check every published claim"),
+    "launch": ("lgjax.launch", "run a command as a job of several processes on this machine"),
 }
 
 PARSERS = {"int": int, "float": float, "str": str}
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A usage error is one line on stderr (what and how to see the flags), exit code 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def _tuple_of(item):
@@ -52,6 +65,10 @@ def add_fields(parser: argparse.ArgumentParser, cls, defaults) -> None:
         if f.name == "run":
             continue
         default, help_text = getattr(defaults, f.name), helps.get(f.name, "")
+        if f.metadata.get("rest"):  # everything after `--`, taken by main() before argparse
+            parser.usage = f"%(prog)s [options] -- {f.name.upper()} ..."
+            parser.epilog = f"{f.name.upper()}: {help_text}"
+            continue
         kind = str(f.type)
         if f.metadata.get("positional"):  # optional when it has a non-empty default
             parser.add_argument(f.name, help=help_text, default=default,
@@ -69,9 +86,15 @@ def add_fields(parser: argparse.ArgumentParser, cls, defaults) -> None:
                                 if shown != "" else help_text)
 
 
-def build_config(module, args):
+def split_rest(argv: list[str]) -> tuple[list[str], list[str]]:
+    """argv before and after the first `--` (the rest is another command line, left whole)."""
+    return (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+
+
+def build_config(module, args, rest: list[str] = ()):
     cls = module.Config
-    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if f.name != "run"}
+    values = {f.name: tuple(rest) if f.metadata.get("rest") else getattr(args, f.name)
+              for f in dataclasses.fields(cls) if f.name != "run"}
     if any(f.name == "run" for f in dataclasses.fields(cls)):
         run_cls = type(cls().run)
         values["run"] = run_cls(**{f.name: getattr(args, f.name)
@@ -81,7 +104,7 @@ def build_config(module, args):
 
 def parser_for(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
     """The top parser; flags are added only for the command named in argv (fast --help)."""
-    parser = argparse.ArgumentParser(prog="lgjax", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="lgjax", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true",
                         help="show the full traceback of an error (also LGJAX_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
@@ -100,17 +123,25 @@ def parser_for(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if len(argv) >= 2 and f"{argv[0]}-{argv[1]}" in COMMANDS:  # `lgjax contract lab` spelling
+        argv = [f"{argv[0]}-{argv[1]}", *argv[2:]]
     parser, module = parser_for(argv)
+    rest = []
+    if module is not None and any(f.metadata.get("rest") for f in dataclasses.fields(
+            module.Config)):
+        argv, rest = split_rest(argv)
     args = parser.parse_args(argv)
     from lgjax.errors import EXPECTED, one_line
     from lgjax.runtime import enable_compile_cache, maybe_initialize_distributed
 
     try:
-        cfg = build_config(module, args)
+        cfg = build_config(module, args, rest)
         maybe_initialize_distributed()
         enable_compile_cache()
         if hasattr(module, "main"):
-            module.main(cfg)
+            code = module.main(cfg)
+            if isinstance(code, int):  # a command that reports its own exit status
+                return code
         else:
             from lgjax.study import run_study
 

@@ -1,6 +1,7 @@
 """Run configuration: frozen dataclasses (one comment per field), JSON round trip, validation.
 
-Validation runs before anything is traced or compiled, and every error names the field and the fix.
+`lgjax.validation.validate` checks a RunConfig against the registries before anything is traced
+or compiled; every error names the field and the fix.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ class TaskConfig:
     offset: int = 1  # fixed_offset, shift, skip: row i reads i - offset; two_offset: 1st mode
     offset2: int = 3  # two_offset: the offset the second mode token picks
     slot: int = 2  # pos: every row i > slot reads the absolute position `slot`
+    anchor_slot: int = 2  # absolute_anchor: the label is the content token at this slot (0 = first)
+    copy_offset: int = 3  # offset_copy: the label is the token this many positions before the query
+    period: int = 5  # periodic_marker: record length P; the label is the query's phase (chance 1/P)
+    pad_prefix: int = 0  # contract tasks: PAD tokens before the content (0 in training)
 
 
 @dataclass(frozen=True)
@@ -86,38 +91,3 @@ class RunConfig:
 def require(cond: bool, field_name: str, message: str) -> None:
     if not cond:
         raise ConfigError(f"{field_name}: {message}")
-
-
-def validate(cfg: RunConfig, eval_lengths: tuple[int, ...] = ()) -> None:
-    """Check every field that could fail later inside a trace; raise ConfigError naming it."""
-    from lgjax import encodings, tasks  # registries import config; import them lazily
-
-    m, t, k = cfg.model, cfg.train, cfg.task
-    require(k.name in tasks.TASKS, "task.name", f"unknown task {k.name!r}; choose one of "
-            f"{sorted(tasks.TASKS)}")
-    require(m.encoding in encodings.ENCODINGS, "model.encoding", f"unknown encoding "
-            f"{m.encoding!r}; choose one of {sorted(encodings.ENCODINGS)}")
-    require(m.d > 0 and m.heads > 0, "model.d/model.heads", "must be positive")
-    require(m.d % m.heads == 0, "model.d", f"width d={m.d} is not divisible by heads={m.heads}; "
-            "pick d a multiple of heads")
-    require(m.arch in ("head", "transformer"), "model.arch", "use 'head' or 'transformer'")
-    require(m.arch == "head" or m.layers >= 1, "model.layers", "must be >= 1")
-    require(m.attention in ("softmax", "linear"), "model.attention", "use 'softmax' or 'linear'")
-    require(m.query in ("last", "all"), "model.query", "use 'last' or 'all'")
-    require(m.temperature > 0, "model.temperature", "must be > 0")
-    require(t.lmin >= 1 and t.lmax >= t.lmin, "train.lmin/train.lmax",
-            f"need 1 <= lmin <= lmax, got [{t.lmin}, {t.lmax}]")
-    require(t.steps >= 1 and t.batch >= 1, "train.steps/train.batch", "must be >= 1")
-    require(len(t.seeds) >= 1, "train.seeds", "give at least one seed")
-    require(len(set(t.seeds)) == len(t.seeds), "train.seeds", "seed ids must be distinct")
-    require(t.seed_axis in ("auto", "vmap", "map", "blocks"), "train.seed_axis",
-            "use auto, vmap, map or blocks")
-    require(t.ckpt_every >= 1 and t.chunk >= 1, "train.ckpt_every/train.chunk", "must be >= 1")
-    require(k.vocab >= 2, "task.vocab", "need at least 2 content tokens")
-    tasks.TASKS[k.name].validate(k, t.lmin, t.lmax)
-    rows_needed = tasks.TASKS[k.name].rows
-    require(rows_needed == "all" or m.query == "last", "model.query",
-            f"task {k.name!r} scores the last position; set query='last'")
-    require(rows_needed == "last" or m.query == "all", "model.query",
-            f"task {k.name!r} scores every position; set query='all'")
-    encodings.ENCODINGS[m.encoding].validate(m, t, max((t.lmax, *eval_lengths)))

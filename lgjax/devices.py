@@ -1,13 +1,19 @@
 """The seed axis across devices: a 1-D mesh named "seed" and shard_map with no communication.
 
 Each device runs its block of seeds with the same one-seed program (vmap or lax.map inside), so
-results per seed do not depend on how many devices share the work.
+results per seed do not depend on how many devices share the work. In a job of several processes
+(jax.distributed) the mesh spans every process's devices, each process runs its own block, and
+the few host-side values everyone needs (losses, evaluation results) are gathered with
+`to_host`; only the leader (process 0) writes files and prints.
 """
 
 from __future__ import annotations
 
+import pickle
+
 import jax
 import numpy as np
+from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -16,20 +22,56 @@ from lgjax.config import ConfigError
 AXIS = "seed"
 
 
-def seed_mesh(n_seeds: int, devices: int | None = None) -> Mesh | None:
-    """Mesh over `devices` devices (None/0: as many as divide the seed count); None if one."""
-    available = jax.devices()
+def is_leader() -> bool:
+    """Process 0 of the job (the only process of a one-process run)."""
+    return jax.process_index() == 0
+
+
+def _single_process_count(n_seeds: int, devices: int | None) -> int:
+    available = jax.device_count()
     if devices:
-        if devices > len(available):
-            raise ConfigError(f"--devices: asked for {devices} but only {len(available)} "
+        if devices > available:
+            raise ConfigError(f"--devices: asked for {devices} but only {available} "
                               f"{jax.default_backend()} devices exist")
         if n_seeds % devices:
             raise ConfigError(f"--devices: {n_seeds} seeds do not split evenly over {devices} "
                               "devices; pick a device count that divides the seed count")
-        n = devices
-    else:
-        n = max(k for k in range(1, len(available) + 1) if n_seeds % k == 0)
-    return None if n == 1 else Mesh(np.array(available[:n]), (AXIS,))
+        return devices
+    return max(k for k in range(1, available + 1) if n_seeds % k == 0)
+
+
+def _per_process_count(n_seeds: int, devices: int | None, procs: int, local: int) -> int:
+    """Devices per process: every process must hold a block (each runs every program)."""
+    job = f"the job's {procs} processes x {local} devices"
+    if devices:
+        if devices % procs or devices > procs * local:
+            raise ConfigError(f"--devices: {devices} devices cannot be taken evenly from {job}; "
+                              f"give a multiple of {procs} up to {procs * local}, or 0")
+        if n_seeds % devices:
+            raise ConfigError(f"--devices: {n_seeds} seeds do not split evenly over {devices} "
+                              "devices; pick a device count that divides the seed count")
+        return devices // procs
+    fits = [k for k in range(1, local + 1) if n_seeds % (k * procs) == 0]
+    if not fits:
+        raise ConfigError(f"--seeds: {n_seeds} seeds cannot be split over {job}; give a seed "
+                          f"count that is a multiple of {procs}")
+    return max(fits)
+
+
+def seed_mesh(n_seeds: int, devices: int | None = None) -> Mesh | None:
+    """Mesh over `devices` devices (None/0: as many as divide the seed count); None if one.
+
+    With several processes the mesh takes the same number of devices from every process,
+    process by process, so process p runs the p-th contiguous block of seeds.
+    """
+    procs = jax.process_count()
+    if procs == 1:
+        n = _single_process_count(n_seeds, devices)
+        return None if n == 1 else Mesh(np.array(jax.devices()[:n]), (AXIS,))
+    per = _per_process_count(n_seeds, devices, procs, jax.local_device_count())
+    chosen = [d for p in range(procs)
+              for d in [d for d in jax.devices() if d.process_index == p][:per]]
+    return Mesh(np.array(chosen), (AXIS,))
 
 
 def shard_seeds(fn, mesh: Mesh | None, n_replicated: int = 0):
@@ -47,6 +89,41 @@ def shard_seeds(fn, mesh: Mesh | None, n_replicated: int = 0):
     return wrapped
 
 
+def sync(name: str) -> None:
+    """Every process of the job waits here until all have arrived (nothing with one)."""
+    if jax.process_count() > 1:
+        multihost_utils.sync_global_devices(name)
+
+
+def _identity(*xs):
+    return xs
+
+
+def to_host(tree):
+    """Every leaf as a whole value on this process: arrays spread over several processes are
+    gathered, all in one program (a collective: every process must call it); the rest is left
+    as it is."""
+    leaves, treedef = jax.tree.flatten(tree)
+    spread = [i for i, x in enumerate(leaves)
+              if isinstance(x, jax.Array) and not x.is_fully_addressable]
+    if not spread:
+        return tree
+    # one exchange for the whole tree: per-leaf gathers cost ~0.1 s each on a loaded CPU
+    whole = jax.jit(_identity, out_shardings=tuple(
+        NamedSharding(leaves[i].sharding.mesh, P()) for i in spread))(*[leaves[i] for i in spread])
+    for i, x in zip(spread, whole):
+        leaves[i] = np.asarray(x.addressable_data(0))
+    return treedef.unflatten(leaves)
+
+
+def first_local(x):
+    """One element of x read from this process's own data (no communication): for values
+    that every seed shares, such as the step count."""
+    if isinstance(x, jax.Array) and not x.is_fully_addressable:
+        x = x.addressable_data(0)
+    return np.asarray(x).reshape(-1)[0]
+
+
 def place(tree, mesh: Mesh | None):
     """Put a seed-stacked tree on the mesh (seed axis split), or leave it where it is.
 
@@ -60,7 +137,29 @@ def place(tree, mesh: Mesh | None):
     def put(x):
         if getattr(x, "sharding", None) == sharding:
             return x
-        host = np.asarray(x)
+        host = np.asarray(to_host(x))
         return jax.make_array_from_callback(host.shape, sharding, lambda idx: host[idx])
 
     return jax.tree.map(put, tree)
+
+
+def _gather_bytes(data: bytes) -> list[bytes]:
+    """Every process's bytes, in process order (two small all-gathers: lengths, then data)."""
+    sizes = multihost_utils.process_allgather(np.array([len(data)], np.int64)).reshape(-1)
+    buf = np.zeros(int(sizes.max()), np.uint8)
+    buf[:len(data)] = np.frombuffer(data, np.uint8)
+    rows = multihost_utils.process_allgather(buf)
+    return [rows[p, :int(n)].tobytes() for p, n in enumerate(sizes)]
+
+
+def map_seeds(fn, n_seeds: int) -> list:
+    """[fn(s) for s in range(n_seeds)] with the seeds split over the job's processes: process p
+    computes the p-th contiguous block and every process gets all results (plain Python and
+    numpy values, passed between the job's own processes with pickle)."""
+    procs, me = jax.process_count(), jax.process_index()
+    if procs == 1:
+        return [fn(s) for s in range(n_seeds)]
+    bounds = np.linspace(0, n_seeds, procs + 1).round().astype(int)
+    mine = [fn(s) for s in range(bounds[me], bounds[me + 1])]
+    blocks = _gather_bytes(pickle.dumps(mine))
+    return [r for block in blocks for r in pickle.loads(block)]

@@ -9,6 +9,7 @@ e.g. "carrier_key/h0", "accuracy@48", "margin/h0@16").
 from __future__ import annotations
 
 import csv
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,8 +53,14 @@ def _rows_from(metrics: dict, seeds, step: int) -> list[dict]:
     return rows
 
 
+@functools.lru_cache(maxsize=8)
+def _static_over_seeds(cfg: RunConfig, lengths: tuple[int, ...]):
+    """One compiled program per (run, lengths), reused for every checkpoint."""
+    return jax.jit(jax.vmap(lambda p: static_metrics(p, cfg, lengths)))
+
+
 def step_rows(params_S, cfg: RunConfig, step: int, lengths, n_eval: int) -> list[dict]:
-    static = jax.jit(jax.vmap(lambda p: static_metrics(p, cfg, tuple(lengths))))(params_S)
+    static = _static_over_seeds(cfg, tuple(lengths))(params_S)
     ev = evaluate.evaluate(params_S, cfg, lengths, n_eval)
     metrics = dict(static)
     K = cfg.task.offset
@@ -67,16 +74,22 @@ def step_rows(params_S, cfg: RunConfig, step: int, lengths, n_eval: int) -> list
 
 
 def analyze(run_dir: str | Path, lengths=(16, 48), n_eval: int = 1024,
-            steps: list[int] | None = None) -> tuple[RunConfig, list[dict]]:
+            steps: list[int] | None = None) -> tuple[RunConfig, list[dict], dict[int, str]]:
+    """Rows of every intact checkpoint; damaged ones are skipped and returned {step: reason}."""
     cfg, run = checkpoints.open_run(run_dir)
     try:
         rows = []
-        for step in steps or run.steps():
-            params = run.restore(step).params
-            rows += step_rows(params, cfg, step, tuple(lengths), n_eval)
+        for step, states in run.readable_steps(steps):
+            rows += step_rows(states.params, cfg, step, tuple(lengths), n_eval)
+        damaged = dict(run.damaged)
     finally:
         run.close()
-    return cfg, rows
+    if not rows:
+        raise checkpoints.CheckpointError(
+            f"{run_dir} has no readable checkpoint"
+            + (f" (damaged: {sorted(damaged)})" if damaged else " (killed before its first "
+               "save?)") + "; train it first or point at another run")
+    return cfg, rows, damaged
 
 
 def write(rows: list[dict], out: Path) -> None:
@@ -132,10 +145,13 @@ def default_metrics(cfg: RunConfig, rows: list[dict], lengths) -> list[str]:
 
 
 def main(cfg: Config) -> None:
-    run_cfg, rows = analyze(cfg.run_dir, cfg.lengths, cfg.eval_sequences)
+    run_cfg, rows, damaged = analyze(cfg.run_dir, cfg.lengths, cfg.eval_sequences)
     out = Path(cfg.out or Path(cfg.run_dir) / "dynamics")
     write(rows, out)
     metrics = default_metrics(run_cfg, rows, cfg.lengths)
     plots.dynamics_figure(rows, metrics, out / "dynamics", title=str(cfg.run_dir))
     print(summary_table(rows, metrics))
     print(f"wrote {out}/dynamics.csv, dynamics.json, dynamics.png/.pdf ({len(rows)} rows)")
+    if damaged:
+        print("skipped damaged checkpoints: " + "; ".join(f"step {s}: {why}"
+                                                           for s, why in damaged.items()))

@@ -16,7 +16,7 @@ import numpy as np
 
 from lgjax import models, tasks
 from lgjax.config import RunConfig
-from lgjax.devices import place, seed_mesh, shard_seeds
+from lgjax.devices import place, seed_mesh, shard_seeds, to_host
 from lgjax.keys import EVAL, seed_keys, stream
 
 
@@ -62,12 +62,12 @@ def _evaluator(cfg: RunConfig, n_seqs: int, Lpad: int, devices: int | None, new_
 
 def evaluate(params_S, cfg: RunConfig, lengths, n_seqs: int = 4096,
              devices: int | None = None, new_from: int = 0) -> LengthEval:
-    """Metrics for every seed x length: fields with leading axes [S, n_lengths]. `new_from`
-    splits off the rows a shorter training never scored (accuracy_new)."""
+    """Metrics for every seed x length: fields with leading axes [S, n_lengths], as host
+    arrays on every process. `new_from` splits off the rows a shorter training never scored
+    (accuracy_new)."""
     lengths = tuple(int(x) for x in lengths)
     run, mesh = _evaluator(cfg, n_seqs, max(lengths), devices, new_from)
-    keys_S = seed_keys(cfg.train.seeds)
     n_S = len(cfg.train.seeds)
-    params_S = place(params_S, mesh)
-    out = [run(params_S, keys_S, jnp.full((n_S,), L, jnp.int32)) for L in lengths]
-    return jax.tree.map(lambda *x: np.stack([np.asarray(v) for v in x], axis=1), *out)
+    params_S, keys_S = place((params_S, seed_keys(cfg.train.seeds)), mesh)
+    out = [run(params_S, keys_S, place(jnp.full((n_S,), L, jnp.int32), mesh)) for L in lengths]
+    return jax.tree.map(lambda *x: np.stack([np.asarray(v) for v in x], axis=1), *to_host(out))

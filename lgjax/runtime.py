@@ -17,11 +17,17 @@ def enable_compile_cache(path: str | None = None) -> None:
 
 
 def maybe_initialize_distributed() -> None:
-    """Multi-host runs: with LGJAX_DISTRIBUTED=1 join the cluster before any device is used.
+    """Multi-host runs: with LGJAX_DISTRIBUTED=1 join the job before any device is used.
 
-    jax.distributed.initialize reads the coordinator address, process count and id from the
-    environment (JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID) or a detected
-    cluster (Slurm, Cloud TPU); afterwards jax.devices() lists every host's devices.
+    The coordinator address, process count and id come from JAX_COORDINATOR_ADDRESS,
+    JAX_NUM_PROCESSES and JAX_PROCESS_ID where set (what `lgjax launch` sets); anything unset is
+    left to jax.distributed.initialize's cluster detection (Slurm, Open MPI, Cloud TPU, k8s).
+    Afterwards jax.devices() lists every process's devices. CPU processes exchange data
+    through gloo (the CPU backend has no cross-process collectives without it).
     """
-    if os.environ.get("LGJAX_DISTRIBUTED") == "1":
-        jax.distributed.initialize()
+    if os.environ.get("LGJAX_DISTRIBUTED") != "1":
+        return
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    count, index = os.environ.get("JAX_NUM_PROCESSES"), os.environ.get("JAX_PROCESS_ID")
+    jax.distributed.initialize(num_processes=int(count) if count else None,
+                               process_id=int(index) if index else None)

@@ -11,7 +11,10 @@ A study is a module in `lgjax.experiments` holding
   figure(result, stem)        optional: writes stem.png and stem.pdf
   eval_lengths(cfg)           optional: every length the study evaluates (default cfg.eval_lengths)
   SCALE                       optional: study fields that count as scale (e.g. "ape_seeds")
-`run_study(module, cfg)` does the rest, identically for every study.
+`run_study(module, cfg)` does the rest, identically for every study. In a job of several
+processes (`lgjax launch`, or LGJAX_DISTRIBUTED=1 on a cluster) every process runs it: training
+splits the seeds over every process's devices, the final states are gathered so `measure` sees
+every seed everywhere, and process 0 alone shows progress, writes files and prints.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ from types import ModuleType
 import numpy as np
 from tqdm import tqdm
 
-from lgjax import checkpoints, train
-from lgjax.config import ConfigError, RunConfig, validate
-from lgjax.devices import seed_mesh
+from lgjax import checkpoints, driver, train
+from lgjax.config import ConfigError, RunConfig
+from lgjax.devices import is_leader, seed_mesh, to_host
+from lgjax.validation import validate
 
 
 @dataclass(frozen=True)
@@ -53,18 +57,24 @@ class Trained:
     seconds: float  # wall time of training (or of reloading a finished run)
 
 
+def options(cfg) -> RunOptions:
+    """A training-free study's Config may hold only `out`; it then trains nothing."""
+    return cfg.run if hasattr(cfg, "run") else RunOptions(out=getattr(cfg, "out", ""))
+
+
 def name_of(module: ModuleType) -> str:
     return module.__name__.rsplit(".", 1)[-1]
 
 
 def out_dir(module: ModuleType, cfg) -> Path:
-    return Path(cfg.run.out or f"results/{name_of(module)}")
+    return Path(options(cfg).out or f"results/{name_of(module)}")
 
 
 def is_reduced(module: ModuleType, cfg) -> bool:
     """Below the study's published scale (its Config defaults) in any scale field."""
     paper = module.Config()
-    fields = [(cfg.run, paper.run, f) for f in ("seeds", "steps", "batch", "eval_sequences")]
+    fields = [(cfg.run, paper.run, f) for f in ("seeds", "steps", "batch", "eval_sequences")
+              if hasattr(cfg, "run")]
     fields += [(cfg, paper, f) for f in getattr(module, "SCALE", ())]
     return any(getattr(a, f) < getattr(b, f) for a, b, f in fields)
 
@@ -95,60 +105,39 @@ def check_writable(path: Path, flag: str) -> None:
         raise ConfigError(f"{flag}: {probe} is not writable; choose a folder you can write")
 
 
-def saved_steps(run_dir: Path) -> list[int]:
-    """Committed checkpoint steps (orbax names a step's folder by its number; a save in
-    progress lives in a *.orbax-checkpoint-tmp folder and does not count)."""
-    if not run_dir.is_dir():
-        return []
-    return sorted(int(p.name) for p in run_dir.iterdir() if p.is_dir() and p.name.isdigit())
-
-
 def is_finished(run_dir: Path, rc: RunConfig) -> bool:
-    return rc.train.steps in saved_steps(run_dir)
+    return rc.train.steps in checkpoints.step_folders(run_dir)
 
 
 def check_run_dir(run_dir: Path, rc: RunConfig, resume: bool) -> None:
-    """The run directory is free, or holds this very config (finished, or resumable)."""
-    if run_dir.exists() and not run_dir.is_dir():
-        raise ConfigError(f"--ckpt-root: {run_dir} is a file, not a run directory; move it or "
-                          "choose another --ckpt-root")
-    steps = saved_steps(run_dir)
-    if (run_dir / checkpoints.CONFIG_FILE).exists():
-        saved = checkpoints.read_config(run_dir)
-        diffs = checkpoints.config_diff(saved, rc)
-        if diffs:
-            raise ConfigError(f"run directory {run_dir} holds a different config ("
-                              + "; ".join(diffs[:6]) + "); choose another --ckpt-root or "
-                              "delete that directory")
-    elif steps:
-        raise ConfigError(f"run directory {run_dir} has checkpoints but no config.json, so "
-                          "what they hold is unknown; move it away or choose another --ckpt-root")
-    if steps and not resume and rc.train.steps not in steps:
-        raise ConfigError(f"run directory {run_dir} holds an unfinished run (latest step "
-                          f"{steps[-1]} of {rc.train.steps}); pass --resume to continue it or "
-                          "choose another --ckpt-root")
+    """The run directory is free, or holds this very config: finished (reloaded), or
+    unfinished and --resume given; not locked by another writer. Writes nothing."""
+    checkpoints.check_run_dir(run_dir, rc, resume=resume or is_finished(run_dir, rc))
 
 
 def preflight(module: ModuleType, cfg) -> dict[str, RunConfig]:
     """Every check of every run, before anything trains, compiles or is written."""
-    check_options(cfg.run)
+    opts = options(cfg)
+    check_options(opts)
     if hasattr(module, "check"):
         module.check(cfg)
     runs = module.runs(cfg)
     lengths = eval_lengths(module, cfg)
+    if runs and hasattr(cfg, "eval_lengths") and not lengths:
+        raise ConfigError("--eval-lengths: give at least one evaluation length")
     for name, rc in runs.items():
         validate(rc, lengths)
-        seed_mesh(len(rc.train.seeds), cfg.run.devices or None)
-        check_run_dir(Path(cfg.run.ckpt_root) / name, rc, cfg.run.resume)
+        seed_mesh(len(rc.train.seeds), opts.devices or None)
+        check_run_dir(Path(opts.ckpt_root) / name, rc, opts.resume)
     check_writable(out_dir(module, cfg), "--out")
     if runs:
-        check_writable(Path(cfg.run.ckpt_root), "--ckpt-root")
+        check_writable(Path(opts.ckpt_root), "--ckpt-root")
     return runs
 
 
 def train_one(rc: RunConfig, run_dir: Path, opts: RunOptions, label: str) -> Trained:
     """Train (or continue, or reload a finished run) with checkpoints; a progress bar."""
-    bar = tqdm(total=rc.train.steps, desc=label, disable=not opts.progress)
+    bar = tqdm(total=rc.train.steps, desc=label, disable=not (opts.progress and is_leader()))
 
     def tick(step, states, loss_S):
         bar.update(step - bar.n)
@@ -157,9 +146,10 @@ def train_one(rc: RunConfig, run_dir: Path, opts: RunOptions, label: str) -> Tra
 
     t0 = time.perf_counter()
     resume = opts.resume or is_finished(run_dir, rc)  # a finished run is reloaded, not redone
-    states = checkpoints.train_run(rc, run_dir, resume=resume, on_chunk=tick,
+    states = driver.train_run(rc, run_dir, resume=resume, on_chunk=tick,
                                    devices=opts.devices or None)
     bar.close()
+    states = to_host(states)  # several processes: each held only its block of seeds
     return Trained(rc, states, run_dir, time.perf_counter() - t0)
 
 
@@ -182,7 +172,8 @@ def run_study(module: ModuleType, cfg) -> dict:
     """Validate, train, measure, write results.json, print the table, draw the figure."""
     runs = preflight(module, cfg)
     t0 = time.perf_counter()
-    trained = {name: train_one(rc, Path(cfg.run.ckpt_root) / name, cfg.run, name)
+    opts = options(cfg)
+    trained = {name: train_one(rc, Path(opts.ckpt_root) / name, opts, name)
                for name, rc in runs.items()}
     t_train = time.perf_counter() - t0
     result = {"experiment": name_of(module), "config": dataclasses.asdict(cfg),
@@ -193,6 +184,8 @@ def run_study(module: ModuleType, cfg) -> dict:
     result["measure_seconds"] = time.perf_counter() - t0 - t_train
     result["wall_seconds"] = time.perf_counter() - t0
     result = json.loads(json.dumps(result, default=jsonable))  # what the file holds, exactly
+    if not is_leader():  # the other processes of a job computed the same result
+        return result
     out = out_dir(module, cfg)
     written = [write_json(result, out).name]
     if hasattr(module, "write_extra"):

@@ -8,7 +8,6 @@ program compiles once for every chunk length); checkpoints fall on chunk boundar
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -19,10 +18,8 @@ import optax
 
 from lgjax import models, tasks
 from lgjax.config import RunConfig, TrainConfig
-from lgjax.devices import place, seed_mesh, shard_seeds
+from lgjax.devices import first_local, place, seed_mesh, shard_seeds, to_host
 from lgjax.keys import DATA, INIT, seed_keys, stream
-
-EXIT_ENV = "LGJAX_EXIT_AFTER_STEP"  # test hook: exit hard (no cleanup) once this step is done
 
 
 class TrainState(NamedTuple):
@@ -157,11 +154,12 @@ def init_states(cfg: RunConfig) -> TrainState:
 
 
 def abstract_states(cfg: RunConfig):
-    """Restore target: shapes and dtypes of the stacked state, placed on the default device
-    (so a checkpoint saved on N devices restores on any other count; the runner re-shards)."""
+    """Restore target: shapes and dtypes of the stacked state, whole on this process's first
+    device (so a checkpoint saved on N devices, by any number of processes, restores on any
+    other count; the runner re-shards)."""
     keys_S = jax.ShapeDtypeStruct((len(cfg.train.seeds), 2), jnp.uint32)
     shapes = jax.eval_shape(jax.vmap(lambda k: init_state(k, cfg)), keys_S)
-    device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
     return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=device), shapes)
 
 
@@ -172,8 +170,8 @@ def checkpoint_steps(t: TrainConfig) -> list[int]:
     return sorted({0, *early, *regular, t.steps})
 
 
-def chunk_boundaries(t: TrainConfig, start: int, extra: tuple[int, ...] = ()) -> list[int]:
-    marks = set(checkpoint_steps(t)) | set(range(0, t.steps + 1, t.chunk)) | set(extra)
+def chunk_boundaries(t: TrainConfig, start: int) -> list[int]:
+    marks = set(checkpoint_steps(t)) | set(range(0, t.steps + 1, t.chunk))
     return sorted(s for s in marks if start < s <= t.steps)
 
 
@@ -187,19 +185,21 @@ def check_finite(states: TrainState, seeds: tuple[int, ...]) -> None:
 
 def train(cfg: RunConfig, states: TrainState | None = None, on_chunk: Callable | None = None,
           runner: Callable | None = None, devices: int | None = None) -> TrainState:
-    """Run to cfg.train.steps; on_chunk(step, states, loss_S) is called at every boundary."""
+    """Run to cfg.train.steps; on_chunk(step, states, loss_S) is called at every boundary.
+
+    States live on the seed mesh from the start (so every save, step 0 included, writes each
+    process's own block); loss_S reaches on_chunk whole, on every process."""
     states = init_states(cfg) if states is None else states
+    states = place(states, seed_mesh(len(cfg.train.seeds), devices))
     runner = runner or make_chunk_runner(cfg, devices=devices)
-    exit_after = int(os.environ.get(EXIT_ENV, "-1"))
-    start = int(np.asarray(states.step)[0])
+    start = int(first_local(states.step))
     if on_chunk is not None and start == 0:
         on_chunk(0, states, None)
-    for end in chunk_boundaries(cfg.train, start, (exit_after,) if exit_after > 0 else ()):
+    for end in chunk_boundaries(cfg.train, start):
         states, loss_S = runner(states, jnp.int32(end - start))
-        check_finite(states, cfg.train.seeds)
-        if end == exit_after:
-            jax.block_until_ready(states)
-            os._exit(17)  # simulate a killed process: no save of this step, no cleanup
+        # one exchange per chunk: every process sees every seed's flag and loss, decides alike
+        bad_S, loss_S = to_host((states.bad_step, loss_S))
+        check_finite(states._replace(bad_step=bad_S), cfg.train.seeds)
         if on_chunk is not None:
             on_chunk(end, states, loss_S)
         start = end

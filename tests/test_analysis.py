@@ -3,7 +3,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lgjax import analysis, checkpoints, dynamics, models
+from lgjax import analysis, driver, dynamics, models
 from lgjax.cli import main
 from tests.conftest import tiny
 
@@ -33,7 +33,8 @@ def test_margin_and_bound_on_constructed_profile():
 def test_decay_fit_recovers_a_line():
     L = np.array([12, 16, 24, 48])
     fit = analysis.decay_fit(L, 1.0 / (0.05 * (L - 1) + 1.0))
-    assert fit["alpha"] == pytest.approx(1.0) and fit["c"] == pytest.approx(0.05)  # intercept, slope
+    # alpha is the intercept, c the slope
+    assert fit["alpha"] == pytest.approx(1.0) and fit["c"] == pytest.approx(0.05)
     assert fit["r2"] == pytest.approx(1.0)
 
 
@@ -60,7 +61,8 @@ def test_logit_profile_equals_mean_logit_over_content():
 
 def test_head_metrics_at_init_near_one_over_m():
     cfg = tiny("rope", d=64)
-    cfg = cfg.__class__(cfg.task.__class__("fixed_offset", vocab=20, offset=1), cfg.model, cfg.train)
+    cfg = cfg.__class__(cfg.task.__class__("fixed_offset", vocab=20, offset=1), cfg.model,
+                        cfg.train)
     p = models.init_params(jax.random.key(0), cfg)
     hm = analysis.head_metrics(p, cfg.model, K=1, L=16)
     assert 0.0 < float(hm["carrier_key"][0]) < 0.2
@@ -69,8 +71,9 @@ def test_head_metrics_at_init_near_one_over_m():
 
 def test_dynamics_on_tiny_run(tmp_path, capsys):
     cfg = tiny("ape", steps=4)
-    checkpoints.train_run(cfg, tmp_path / "run")
-    _, rows = dynamics.analyze(tmp_path / "run", lengths=(8, 12), n_eval=32)
+    driver.train_run(cfg, tmp_path / "run")
+    _, rows, damaged = dynamics.analyze(tmp_path / "run", lengths=(8, 12), n_eval=32)
+    assert damaged == {}
     steps, grid = dynamics.series(rows, "carrier_key/h0")
     assert list(steps) == [0, 1, 2, 4] and grid.shape == (2, 4)
     assert {"accuracy@12", "margin/h0@12", "ape_norm_beyond", "sv_energy/h0"} <= {

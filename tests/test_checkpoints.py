@@ -1,82 +1,127 @@
-import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import textwrap
+import time
 
 import chex
 import pytest
 
-from lgjax import checkpoints, train
+from lgjax import checkpoints, driver, train
 from lgjax.config import ConfigError
 from tests.conftest import tiny
 
 TINY = ["multiseed", "--encodings", "rope", "--seeds", "2", "--steps", "12", "--batch", "16",
         "--d", "16", "--vocab", "8", "--train-lengths", "4,8", "--eval-lengths", "8,12",
-        "--eval-sequences", "64", "--no-progress"]
+        "--eval-sequences", "64", "--no-progress"]  # a CLI run every test can afford
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TRAIN = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {root!r})
+    from tests.conftest import tiny
+    from lgjax import driver
+    # a pause at every chunk boundary gives the test time to kill it mid-run
+    driver.train_run(tiny(steps=12), {run!r}, resume=True,
+                     on_chunk=lambda *_: time.sleep(0.2))
+""")
 
 
-def _cli(tmp_path, name, *extra, env=None):
-    args = [*TINY, "--ckpt-root", str(tmp_path / "ck"), "--run-name", name,
-            "--out", str(tmp_path / name), *extra]
-    return subprocess.run([sys.executable, "-m", "lgjax.cli", *args], capture_output=True,
-                          text=True, env={**os.environ, **(env or {})}, timeout=300)
+CFG = tiny(steps=12)  # checkpoints at 0, 1, 2, 4, 8, 12
 
 
-def test_resume_after_kill_equals_uninterrupted(tmp_path):
-    full = _cli(tmp_path, "full")
-    assert full.returncode == 0, full.stderr
-    killed = _cli(tmp_path, "killed", env={train.EXIT_ENV: "10"})
-    assert killed.returncode == 17, killed.stderr  # died hard after step 10, before saving it
-    cfg, run = checkpoints.open_run(tmp_path / "ck" / "killed" / "rope")
-    assert run.latest() < 12
-    run.close()
-    again = _cli(tmp_path, "killed")  # without --resume: refused, nothing overwritten
-    assert again.returncode == 2 and "--resume" in again.stderr
-    resumed = _cli(tmp_path, "killed", "--resume")
-    assert resumed.returncode == 0, resumed.stderr
-    finals = []
-    for name in ("full", "killed"):
-        cfg, run = checkpoints.open_run(tmp_path / "ck" / name / "rope")
-        finals.append(run.restore(12))
-        run.close()
-    chex.assert_trees_all_close(finals[0], finals[1], atol=1e-6)
-    a = json.loads((tmp_path / "full" / "results.json").read_text())["rope"]["accuracy"]
-    b = json.loads((tmp_path / "killed" / "results.json").read_text())["rope"]["accuracy"]
-    assert a == b
+@pytest.fixture(scope="module")
+def runner():
+    return train.make_chunk_runner(CFG)
 
 
-def test_different_config_is_refused(tmp_path):
-    cfg = tiny(steps=2)
-    checkpoints.train_run(cfg, tmp_path / "run")
-    other = cfg.__class__(cfg.task, cfg.model.__class__(**{**cfg.model.__dict__, "d": 32}),
-                          cfg.train)
-    before = sorted(p.name for p in (tmp_path / "run").iterdir())
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, runner):
+    """An uninterrupted run (never modified) and its final state."""
+    path = tmp_path_factory.mktemp("trained") / "run"
+    return path, driver.train_run(CFG, path, runner=runner)
+
+
+@pytest.fixture
+def run_copy(trained, tmp_path):
+    shutil.copytree(trained[0], tmp_path / "run")
+    return tmp_path / "run"
+
+
+def test_resume_after_outside_kill_equals_uninterrupted(tmp_path, capsys, runner, trained):
+    run = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-c", TRAIN.format(root=ROOT, run=str(run))])
+    try:
+        deadline = time.monotonic() + 240
+        while not (run / "4").is_dir() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    assert 4 <= checkpoints.step_folders(run)[-1] < 12
+    with pytest.raises(ConfigError, match="--resume"):  # without --resume: refused, untouched
+        driver.train_run(CFG, run)
+    capsys.readouterr()
+    resumed = driver.train_run(CFG, run, resume=True, runner=runner)
+    assert "took over the stale lock" in capsys.readouterr().err  # the killed writer's lock
+    chex.assert_trees_all_equal(resumed, trained[1])  # bitwise
+    _, reader = checkpoints.open_run(run)
+    with reader:
+        assert [s for s, _ in reader.readable_steps()] == [0, 1, 2, 4, 8, 12]
+    assert not [p for p in run.iterdir() if "tmp" in p.name]
+
+
+def test_different_config_is_refused(run_copy):
+    other = CFG.__class__(CFG.task, CFG.model.__class__(**{**CFG.model.__dict__, "d": 32}),
+                          CFG.train)
+    before = sorted(p.name for p in run_copy.iterdir())
     with pytest.raises(ConfigError, match="model.d: saved 16 vs now 32"):
-        checkpoints.train_run(other, tmp_path / "run", resume=True)
-    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == before
+        driver.train_run(other, run_copy, resume=True)
+    assert sorted(p.name for p in run_copy.iterdir()) == before
 
 
-def test_restore_into_abstract_state_roundtrip(tmp_path):
-    cfg = tiny(steps=4)
-    states = checkpoints.train_run(cfg, tmp_path / "run")
-    loaded_cfg, run = checkpoints.open_run(tmp_path / "run")
-    assert loaded_cfg == cfg and run.steps() == [0, 1, 2, 4]
-    chex.assert_trees_all_close(run.restore(), states)
+def test_checkpoints_without_config_are_refused_never_adopted(run_copy):
+    (run_copy / "config.json").unlink()
+    other = CFG.__class__(CFG.task.__class__(**{**CFG.task.__dict__, "offset": 2}), CFG.model,
+                          CFG.train)
+    for attempt in (lambda: checkpoints.check_run_dir(run_copy, other, resume=True),
+                    lambda: driver.train_run(other, run_copy, resume=True)):
+        with pytest.raises(ConfigError, match=r"steps 0\.\.12\) but no config.json"):
+            attempt()
+    assert not (run_copy / "config.json").exists() and not (run_copy / "lgjax.lock").exists()
+    with pytest.raises(checkpoints.CheckpointError, match="config.json is missing"):
+        checkpoints.open_run(run_copy)
+
+
+def test_restore_into_abstract_state_roundtrip(trained):
+    loaded_cfg, run = checkpoints.open_run(trained[0])
+    assert loaded_cfg == CFG and run.steps() == [0, 1, 2, 4, 8, 12]
+    chex.assert_trees_all_equal(run.restore(), trained[1])
     run.close()
+    assert not (trained[0] / "lgjax.lock").exists()
 
 
-def test_missing_and_corrupt_checkpoints_error_clearly(tmp_path):
+def test_missing_and_corrupt_config_error_clearly(tmp_path):
+    with pytest.raises(checkpoints.CheckpointError, match="does not exist"):
+        checkpoints.open_run(tmp_path / "nowhere")
     with pytest.raises(checkpoints.CheckpointError, match="config.json is missing"):
         checkpoints.open_run(tmp_path)
     (tmp_path / "config.json").write_text("{not json")
     with pytest.raises(checkpoints.CheckpointError, match="corrupt"):
         checkpoints.open_run(tmp_path)
-    cfg = tiny(steps=1)
-    checkpoints.train_run(cfg, tmp_path / "run")
-    for f in (tmp_path / "run" / "1").rglob("*"):
-        if f.is_file() and f.stat().st_size > 0 and "manifest" in f.name:
-            f.write_bytes(b"garbage")
-    _, run = checkpoints.open_run(tmp_path / "run")
-    with pytest.raises(checkpoints.CheckpointError, match="cannot be restored"):
-        run.restore(1)
-    run.close()
+
+
+def test_check_run_dir_writes_nothing(tmp_path):
+    cfg = tiny()
+    checkpoints.check_run_dir(tmp_path / "a" / "run", cfg)
+    assert not (tmp_path / "a").exists()
+    (tmp_path / "file").write_text("")
+    for path in (tmp_path / "file", tmp_path / "file" / "run"):
+        with pytest.raises(ConfigError, match="file|not a directory"):
+            checkpoints.check_run_dir(path, cfg)
+        with pytest.raises(ConfigError):
+            checkpoints.RunDir(path, cfg)
+    assert (tmp_path / "file").read_text() == ""

@@ -87,7 +87,8 @@ def faithful(pub: dict) -> dict:
                             "mean": [kf["init"], 0.5, kf["step200"], 0.79, kf["plateau"]]},
          "sv_energy/h0": {"steps": [0, 64, 200, 1000, 4000],
                           "mean": [top["init"], 0.35, 0.45, 0.49, top["plateau"]]}}
-    mechanics = {"experiment": "mechanics", "reduced": False, "config": {"K": 2, "seeds": S},
+    mechanics = {"experiment": "mechanics", "reduced": False,
+                 "config": {"K": 2, "run": {"seeds": S}},
                  "a": a, "b": b, "c": c, "d": d}
     frequency = {"experiment": "frequency", "reduced": False, "config": {"K": 2},
                  "lengths": [16, 24, 32, 48]}

@@ -16,10 +16,10 @@ FOUR_DEVICES = textwrap.dedent("""
     import chex, jax
     sys.path.insert(0, {root!r})
     from tests.conftest import tiny
-    from lgjax import checkpoints, evaluate, train
+    from lgjax import checkpoints, driver, evaluate, train
     assert jax.device_count() == 4
     cfg = tiny(seeds=(0, 1, 2, 3), steps=6)
-    sharded = checkpoints.train_run(cfg, {run!r}, devices=4)
+    sharded = driver.train_run(cfg, {run!r}, devices=4)
     assert len(sharded.params["wq"].sharding.device_set) == 4
     chex.assert_trees_all_close(sharded, train.train(cfg, devices=1), atol=1e-6)
     acc4 = evaluate.evaluate(sharded.params, cfg, (8, 10), 64, devices=4).accuracy

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lgjax import encodings as E
-from lgjax.config import ConfigError, ModelConfig, RunConfig, TrainConfig, validate
+from lgjax.config import ConfigError, ModelConfig, RunConfig, TrainConfig
+from lgjax.validation import validate
 
 
 @settings(deadline=None, max_examples=40)

@@ -27,9 +27,12 @@ def test_prop1(tmp_path):
 
 
 def test_frequency(tmp_path):
-    res = _run(tmp_path, "frequency", "--bases", "1000,100000", "--seeds", "1",
-               "--eval-lengths", "16,24")
-    assert res["1000"]["g1_over_g0"] < res["100000"]["g1_over_g0"] <= 1.0
+    res = _run(tmp_path, "frequency", "--bases", "1000,100000", "--seeds", "1", "--Ks", "2,1",
+               "--eval-lengths", "16,24", "--offset-length", "24")
+    assert res["rows"] == ["1000", "100000", "K1/1000", "K1/100000"]
+    assert res["1000"]["K"] == 2 and res["K1/1000"]["K"] == 1
+    assert res["1000"]["g1_over_g0"] < res["100000"]["g1_over_g0"] < 1.0
+    assert res["1000"]["selected_offset_at_length"] == [res["1000"]["selected_offset"][0][1]]
 
 
 def test_shift(tmp_path):

@@ -99,7 +99,7 @@ def test_every_row_head_is_causal_through_gradients(arch):
                                                                    jnp.int32(L))[0]
         table = lambda p: p["encoding"]["ape"]
     for i in (0, 4, 9):
-        grads = jax.grad(lambda p: apply(p)[i].sum())(params)
+        grads = jax.grad(lambda p, i=i: apply(p)[i].sum())(params)
         per_row = np.abs(np.asarray(table(grads))).sum(-1)[:L]
         assert (per_row[i + 1:] == 0).all(), (arch, i)
         assert (per_row[: i + 1] > 0).all(), (arch, i)

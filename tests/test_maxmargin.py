@@ -54,3 +54,17 @@ def test_trained_rotary_parameters_reproduce_the_logits():
     lifted = (jnp.einsum("d,fde,te->tf", x[5], AB[0], x) * jnp.cos(ang)
               + jnp.einsum("d,fde,te->tf", x[5], AB[1], x) * jnp.sin(ang)).sum(-1)
     chex.assert_trees_all_close(lifted, logits, rtol=1e-4, atol=1e-4)
+
+
+def test_solver_reaches_the_stated_tolerance():
+    """Separable data (random content plus one-hot positions, as APE features are): the loop
+    stops only once every margin is within MARGIN_TOL of 1 and the KKT residual <= KKT_TOL."""
+    k1, k2 = jax.random.split(jax.random.key(4))
+    content = jax.random.normal(k1, (8, 4))
+    tokens = jax.random.randint(k2, (16, 12), 0, 8)
+    feats = lambda t, n: jnp.concatenate([content[t], jnp.eye(12)], axis=1)
+    c = mm.constraints(feats, tokens, jnp.full((16,), 12), K=2)
+    sol = mm.solve(mm.gram_additive(c), c.valid_A)
+    assert float(sol.min_margin) >= 1 - mm.MARGIN_TOL
+    assert float(sol.kkt_residual) <= mm.KKT_TOL
+    assert abs(float(sol.duality_gap)) < 1e-2

@@ -2,8 +2,9 @@ import jax
 import numpy as np
 import pytest
 
-from lgjax.config import ConfigError, RunConfig, TaskConfig, TrainConfig, validate
+from lgjax.config import ConfigError, RunConfig, TaskConfig, TrainConfig
 from lgjax.tasks import TASKS, sample_batch
+from lgjax.validation import validate
 
 
 def expected_target_positions(name, toks, L, K, slot=2):

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from lgjax import models, tasks, train
-from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig, validate
+from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.validation import validate
 
 
 def tiny_transformer(encoding, steps=4, seeds=(0, 1)):

@@ -96,7 +96,7 @@ def part_a(cfg: Config, t) -> dict:
 
 def part_b(cfg: Config, t) -> dict:
     L = t.config.train.lmax  # dynamics read at the longest training length
-    _, rows = dynamics.analyze(t.run_dir, lengths=(L,), n_eval=cfg.dyn_eval)
+    _, rows, _ = dynamics.analyze(t.run_dir, lengths=(L,), n_eval=cfg.dyn_eval)
     out = {}
     for metric in ("carrier_key/h0", "carrier_query/h0", "sv_energy/h0", f"accuracy@{L}"):
         steps, grid = dynamics.series(rows, metric)

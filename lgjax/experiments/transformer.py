@@ -19,6 +19,7 @@ import numpy as np
 
 from lgjax import models, plots, tasks, transformer
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.devices import map_seeds
 from lgjax.experiments import common
 from lgjax.keys import EVAL, stream
 from lgjax.study import RunOptions
@@ -110,6 +111,12 @@ def make_evaluator(rc: RunConfig, lengths, n_eval: int):
     return lambda params, key_data: {L: one_length(params, key_data, L) for L in lengths}
 
 
+def evaluate_seeds(evaluate_seed, states, n_seeds: int) -> list[dict]:
+    """Every seed's metrics; in a job of several processes each evaluates its block of seeds."""
+    return map_seeds(lambda s: evaluate_seed(jax.tree.map(lambda x: x[s], states.params),
+                                             np.asarray(states.key[s])), n_seeds)
+
+
 def shift_head(per_length: dict, K: int, L: int) -> tuple[int, int]:
     """(layer, head) whose offset profile at length L puts the most mass at -K."""
     prof = np.asarray(per_length[L]["profiles"])  # [layers, H, L]
@@ -126,8 +133,7 @@ def measure(cfg: Config, trained: dict) -> dict:
                for L in cfg.eval_lengths}}
     for name, t in trained.items():
         evaluate_seed = make_evaluator(t.config, eval_lengths(cfg), cfg.run.eval_sequences)
-        per_seed = [evaluate_seed(jax.tree.map(lambda x, s=s: x[s], t.states.params),
-                                  np.asarray(t.states.key[s])) for s in range(cfg.run.seeds)]
+        per_seed = evaluate_seeds(evaluate_seed, t.states, cfg.run.seeds)
         heads = [shift_head(ps, cfg.K, max(cfg.profile_lengths)) for ps in per_seed]
         res[Path(name).name] = {
             "accuracy": [[ps[L]["accuracy"] for L in cfg.eval_lengths] for ps in per_seed],
