@@ -28,8 +28,9 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from lgjax import evaluate, models, tasks, train
-from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig, validate
+from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.keys import DATA, seed_keys, stream
+from lgjax.validation import validate
 
 CONFIG_FILE = "config.json"
 

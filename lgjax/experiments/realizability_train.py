@@ -27,8 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from lgjax import grid
+from lgjax.checkpoints import step_folders
 from lgjax.config import ConfigError, ModelConfig, TaskConfig, TrainConfig
-from lgjax.study import RunOptions, check_options, check_writable, saved_steps
+from lgjax.study import RunOptions, check_options, check_writable
 from lgjax.tasks import TASKS
 
 TASK_NAMES = ("prev", "skip-2", "skip-3", "skip-5", "copy", "reverse", "first", "pos-2",
@@ -105,7 +106,8 @@ def finished_result(path: Path, g: grid.Grid) -> dict | None:
     if not f.is_file():
         return None
     res = json.loads(f.read_text())
-    return res if res["grid"] == json.loads(g.to_json()) else None
+    # compared as configs, not dicts: fields added since the run was saved take their defaults
+    return res if grid.Grid.from_json(json.dumps(res["grid"])) == g else None
 
 
 def preflight(cfg: Config) -> dict[tuple[str, str], grid.Grid]:
@@ -127,7 +129,7 @@ def preflight(cfg: Config) -> dict[tuple[str, str], grid.Grid]:
         if cfg_file.exists() and grid.Grid.from_json(cfg_file.read_text()) != g:
             raise ConfigError(f"--ckpt-root: {path} holds a different grid config; delete it or "
                               "choose another --ckpt-root")
-        steps = saved_steps(path)
+        steps = step_folders(path)
         if steps and not cfg.run.resume and finished_result(path, g) is None:
             raise ConfigError(f"{path} holds an unfinished program (latest step {steps[-1]} of "
                               f"{g.train.steps}); pass --resume to continue it")
@@ -186,7 +188,7 @@ def fmt(seconds: float) -> str:
 
 def run_program(cfg: Config, tier: str, enc: str, g: grid.Grid, progress: Progress) -> dict:
     path = program_dir(cfg, tier, enc)
-    steps = saved_steps(path)
+    steps = step_folders(path)
     progress.start(tier, enc, g, steps[-1] if steps else 0)
     t0 = time.perf_counter()
     states = grid.train_program(g, path, on_chunk=lambda step, s, l: progress.chunk(step),
