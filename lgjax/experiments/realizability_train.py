@@ -9,8 +9,10 @@ rows i >= L0 at L in {30, 40, 50, 60, 80}, all-row accuracy beside it, train acc
 Command: lgjax realizability-train --ckpt-root /work/runs/realizability
   Programs live in <ckpt-root>/<name>/<tier>/<encoding>/ (config.json, checkpoints,
   results.json). A finished program (results.json there) is skipped; an unfinished one continues
-  from its latest checkpoint with --resume. Cost here: ~14 ms per cell-step at 1L1H on a loaded
-  2-core CPU, so hours per tier: run it in the background and rerun with --resume.
+  from its latest checkpoint with --resume. Cost here (benchmarks/bench_grid.py): 8.5, 18.6 and
+  37 ms of CPU time per cell-step at 1L1H, 2L4H and 4L4H; a tier is 5 x 50 cells x 3000 steps,
+  so ~1.8, 3.9 and 7.8 CPU-hours, i.e. hours of wall time per tier on this shared 2-core CPU:
+  run it in the background and rerun with --resume.
 Expect: see realizability-report, which sets these numbers beside alpha.
 """
 
@@ -150,11 +152,10 @@ class Progress:
 
     def __init__(self, total_cells: int, done_cells: int, enabled: bool):
         self.total, self.done, self.enabled = total_cells, done_cells, enabled
-        self.program_seconds: dict[str, list[float]] = {}  # tier -> wall times of programs
 
     def start(self, tier: str, enc: str, g: grid.Grid, start_step: int) -> None:
-        self.label, self.tier, self.g = f"{tier}/{enc}", tier, g
-        self.t0, self.first_step, self.first_t = time.perf_counter(), start_step, None
+        self.label, self.g = f"{tier}/{enc}", g
+        self.first_step, self.first_t = start_step, None
 
     def chunk(self, step: int) -> None:
         now = time.perf_counter()
@@ -169,7 +170,6 @@ class Progress:
 
     def finish(self, n_cells: int, seconds: float) -> None:
         self.done += n_cells
-        self.program_seconds.setdefault(self.tier, []).append(seconds)
         left = self.total - self.done
         per_cell = seconds / n_cells
         self.say(f"{self.label}: done in {fmt(seconds)}; grid cells done {self.done}/"
@@ -197,6 +197,7 @@ def run_program(cfg: Config, tier: str, enc: str, g: grid.Grid, progress: Progre
     res = {"tier": tier, "encoding": enc, "tasks": list(cfg.tasks),
            "seeds": list(g.train.seeds), "L0": cfg.L0, "lengths": list(cfg.test_lengths),
            **{k: np.asarray(v).tolist() for k, v in measure_program(cfg, g, states).items()},
+           # this process's share: a resumed program began at resumed_from_step
            "train_seconds": t1 - t0, "resumed_from_step": steps[-1] if steps else 0,
            "eval_seconds": time.perf_counter() - t1, "eval_sequences": cfg.run.eval_sequences,
            "grid": json.loads(g.to_json())}
