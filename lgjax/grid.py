@@ -3,11 +3,12 @@
 A grid is a list of tasks sharing one model and one recipe (the realizability study: every task
 of one (encoding, tier); the contract matrix: cells that differ in task). Tasks differ only in
 data, so cells stack like seeds: the state has a leading axis of T x S cells, task-major
-(cell c = task c // S, seed c % S). The program maps over tasks with lax.map and runs one task's
-seeds as `lgjax.train` runs seeds (blocks of vmapped seeds); a step's batch comes from lax.switch
-over the tasks' samplers on the task index, which vmap never batches, so only the cell's own
-sampler runs. Cell (t, s) takes its keys from seed s exactly as `lgjax.train` does for task t
-alone, so it trains the same inside the grid as alone (up to vmap's float reassociation).
+(cell c = task c // S, seed c % S), and a step's batch comes from lax.switch over the tasks'
+samplers on the cell's task index. How the cells share the program is a layout (LAYOUTS):
+lax.map over cells, over tasks with their seeds vmapped as `lgjax.train` runs seeds, or one
+wide vmap for an accelerator. Cell (t, s) takes its keys from seed s exactly as `lgjax.train`
+does for task t alone, so it trains the same inside the grid as alone (up to vmap's float
+reassociation).
 
 `train_program` adds checkpoints under one directory per grid (config.json + orbax steps), so a
 killed program resumes from its latest checkpoint; `evaluate_grid` measures every cell.
@@ -97,22 +98,53 @@ def _seed_axis(fn: Callable, n: int, strategy: str) -> Callable:
     return lambda states, rest: jax.lax.map(lambda s: fn(s, rest), states)
 
 
-LAYOUTS = ("tasks", "serial", "flat")
-
-
-def make_grid_runner(grid: Grid, layout: str = "tasks", wrap: Callable = lambda f: f) -> Callable:
-    """jit(states_C, n_steps) -> (states_C, mean loss per cell over the chunk).
-
-    layout "tasks": lax.map over tasks, a task's seeds as train.seed_axis says; "serial":
-    lax.map over every cell, no vmap (on a CPU the cheapest per cell; only the cell's own
-    sampler runs in either); "flat": one vmap over every cell (wide enough to fill an
-    accelerator; the task index is then batched, so lax.switch evaluates every task's sampler
-    and selects). The layout changes float summation order only, so a program may resume under
-    another layout. `wrap` decorates the traced function (tests pass
-    chex.assert_max_traces(n=1))."""
-    if layout not in LAYOUTS:
-        raise ConfigError(f"--layout: unknown layout {layout!r}; use one of {LAYOUTS}")
+def _by_task(run_one: Callable, grid: Grid) -> Callable:
+    """lax.map over tasks; a task's seeds as train.seed_axis says (unbatched task index)."""
     T, S = grid.shape
+    per_task = _seed_axis(run_one, S, train.resolve_strategy(grid.cell_config(0)))
+
+    def run(states_C, n_steps):
+        states_TxS = jax.tree.map(lambda x: x.reshape(T, S, *x.shape[1:]), states_C)
+        out = jax.lax.map(lambda a: per_task(a[0], (a[1], n_steps)),
+                          (states_TxS, jnp.arange(T, dtype=jnp.int32)))
+        return jax.tree.map(lambda x: x.reshape(T * S, *x.shape[2:]), out)
+
+    return run
+
+
+def _task_of_cell(grid: Grid) -> jax.Array:
+    T, S = grid.shape
+    return jnp.repeat(jnp.arange(T, dtype=jnp.int32), S)
+
+
+def _serial(run_one: Callable, grid: Grid) -> Callable:
+    """lax.map over every cell, no vmap (unbatched task index)."""
+    task_C = _task_of_cell(grid)
+    return lambda states_C, n_steps: jax.lax.map(lambda a: run_one(a[0], (a[1], n_steps)),
+                                                 (states_C, task_C))
+
+
+def _flat(run_one: Callable, grid: Grid) -> Callable:
+    """One vmap over every cell: the task index is batched, so lax.switch evaluates every
+    task's sampler and selects (cheap next to the model on an accelerator)."""
+    task_C = _task_of_cell(grid)
+    return lambda states_C, n_steps: jax.vmap(run_one, in_axes=(0, (0, None)))(
+        states_C, (task_C, n_steps))
+
+
+# How the cells share the program. Measured here (benchmarks/bench_grid.py, 1L1H, CPU time per
+# cell-step): serial 8.5 ms, tasks 9.3 ms, tasks one program after another 10.4 ms; flat
+# is for accelerators. Layouts differ in float summation order only, so a program may resume
+# under another layout.
+LAYOUTS: dict[str, Callable] = {"serial": _serial, "tasks": _by_task, "flat": _flat}
+
+
+def make_grid_runner(grid: Grid, layout: str = "serial",
+                     wrap: Callable = lambda f: f) -> Callable:
+    """jit(states_C, n_steps) -> (states_C, mean loss per cell over the chunk). `wrap`
+    decorates the traced function (tests pass chex.assert_max_traces(n=1))."""
+    if layout not in LAYOUTS:
+        raise ConfigError(f"--layout: unknown layout {layout!r}; use one of {sorted(LAYOUTS)}")
     t = grid.train
     cfg = grid.cell_config(0)
     samplers = [lambda key, k=k: tasks.sample_batch(k, key, t.batch, t.lmin, t.lmax, t.lmax)
@@ -131,22 +163,7 @@ def make_grid_runner(grid: Grid, layout: str = "tasks", wrap: Callable = lambda 
         state, total = jax.lax.fori_loop(0, n_steps, body, (state, jnp.float32(0.0)))
         return state, total / jnp.maximum(n_steps, 1)
 
-    per_task = _seed_axis(run_one, S, train.resolve_strategy(cfg))
-    task_C = jnp.repeat(jnp.arange(T, dtype=jnp.int32), S)
-
-    @jax.jit
-    @wrap
-    def run(states_C, n_steps):
-        if layout == "flat":
-            return jax.vmap(run_one, in_axes=(0, (0, None)))(states_C, (task_C, n_steps))
-        if layout == "serial":
-            return jax.lax.map(lambda a: run_one(a[0], (a[1], n_steps)), (states_C, task_C))
-        states_TxS = jax.tree.map(lambda x: x.reshape(T, S, *x.shape[1:]), states_C)
-        out = jax.lax.map(lambda a: per_task(a[0], (a[1], n_steps)),
-                          (states_TxS, jnp.arange(T, dtype=jnp.int32)))
-        return jax.tree.map(lambda x: x.reshape(T * S, *x.shape[2:]), out)
-
-    return run
+    return jax.jit(wrap(LAYOUTS[layout](run_one, grid)))
 
 
 def cell_names(grid: Grid) -> list[str]:

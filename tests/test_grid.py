@@ -1,3 +1,5 @@
+import functools
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -18,23 +20,35 @@ def tiny_grid(steps=6, seeds=(0, 1), **train_kw) -> grid.Grid:
     return grid.Grid(TASKS, model, t)
 
 
-def test_cell_in_grid_equals_cell_alone():
+@pytest.fixture(scope="module")
+def trained_by_layout():
     g = tiny_grid()
-    states = grid.make_grid_runner(g)(grid.init_states(g), jnp.int32(g.train.steps))[0]
+    return g, {layout: grid.make_grid_runner(g, layout)(grid.init_states(g),
+                                                         jnp.int32(g.train.steps))[0]
+               for layout in grid.LAYOUTS}
+
+
+@pytest.mark.parametrize("layout", sorted(grid.LAYOUTS))
+def test_cell_in_grid_equals_cell_alone(trained_by_layout, layout):
+    g, by_layout = trained_by_layout
+    states = by_layout[layout]
     T, S = g.shape
     for t, i in ((1, 1), (2, 0)):  # cells off the grid's first row and column
-        cfg = g.cell_config(t)
-        solo = TrainConfig(**{**cfg.train.__dict__, "seeds": (g.train.seeds[i],)})
-        alone = train.train(RunConfig(cfg.task, cfg.model, solo))
+        alone = solo(g, t, i)
         cell = jax.tree.map(lambda x, c=t * S + i: x[c:c + 1], states)
-        # vmap over a task's seeds reassociates float sums: ~1e-7 apart after a few steps
+        # vmap over cells reassociates float sums: ~1e-7 apart after a few steps
         chex.assert_trees_all_close(cell.params, alone.params, atol=1e-5, rtol=1e-5)
-    # one wide vmap over every cell (the accelerator layout) trains the same cells
-    flat = grid.make_grid_runner(g, "flat")(grid.init_states(g), jnp.int32(g.train.steps))[0]
-    chex.assert_trees_all_close(flat.params, states.params, atol=1e-5, rtol=1e-5)
     # and the tasks really differ: the same seed trained on two tasks ends elsewhere
     a, b = (jax.tree.leaves(states.params)[0][c] for c in (0, S))
     assert not np.allclose(a, b)
+
+
+@functools.cache
+def solo(g, t, i):
+    """Task t's seed i trained alone by lgjax.train (once per test session)."""
+    cfg = g.cell_config(t)
+    return train.train(RunConfig(cfg.task, cfg.model, TrainConfig(
+        **{**cfg.train.__dict__, "seeds": (g.train.seeds[i],)})))
 
 
 def test_grid_step_compiles_once():
@@ -82,3 +96,31 @@ def test_grid_refuses_mixed_shapes_and_other_configs(tmp_path):
 def test_grid_config_round_trips():
     g = tiny_grid()
     assert grid.Grid.from_json(g.to_json()) == g
+
+
+def test_study_skips_finished_programs_and_resumes_unfinished(tmp_path, capsys):
+    from lgjax.experiments import realizability_train as rt
+    from lgjax.study import RunOptions
+
+    cfg = rt.Config(tiers=("1L1H",), encodings=("rope",), tasks=("prev", "skip-2"), L0=8,
+                    test_lengths=(12,), d=16, vocab=8, chunk=2, ckpt_every=2,
+                    run=RunOptions(seeds=2, steps=4, batch=4, eval_sequences=8,
+                                   ckpt_root=str(tmp_path / "ck"), out=str(tmp_path / "out"),
+                                   progress=False))
+    g = rt.program_grid(cfg, "1L1H", "rope")
+    path = rt.program_dir(cfg, "1L1H", "rope")
+
+    def stop(step, states, loss):
+        if step == 2:
+            raise Killed
+
+    with pytest.raises(Killed):
+        grid.train_program(g, path, on_chunk=stop)
+    with pytest.raises(ConfigError, match="--resume"):
+        rt.main(cfg)
+    cfg = rt.Config(**{**cfg.__dict__, "run": RunOptions(**{**cfg.run.__dict__, "resume": True})})
+    first = rt.main(cfg)["programs"][0]
+    assert first["resumed_from_step"] == 2 and np.shape(first["lg"]) == (2, 2, 1)
+    again = rt.main(cfg)["programs"][0]
+    assert again == first  # read back from the program's results.json, not retrained
+    assert "prev" in capsys.readouterr().out

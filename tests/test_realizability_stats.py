@@ -74,11 +74,14 @@ def test_report_statistics_on_a_known_table():
     train = {"experiment": "realizability-train", "reduced": True, "programs": [
         _program("1L1H", "rope", ["prev", "copy", "first"], [0.95, 0.1, 0.6], [1.0, 1.0, 0.5]),
         _program("1L1H", "ape", ["prev", "copy", "first"], [0.3, 0.15, 0.9], [1.0, 0.9, 1.0])]}
-    alpha = rep.alpha_table({"alpha": {
-        "rope": {"prev": {"30": 1.0, "60": 1.0}, "copy": {"30": 0.0, "60": 0.0},
-                 "first": {"30": 0.2, "60": 0.2}},
-        "learned-abs": {"prev": {"30": 0.3, "60": 0.3}, "copy": {"30": 0.1, "60": 0.1},
-                        "first": {"30": 0.8, "60": 0.8}}}})
+    table = {("rope", "prev"): 1.0, ("rope", "copy"): 0.0, ("rope", "first"): 0.2,
+             ("learned-abs", "prev"): 0.3, ("learned-abs", "copy"): 0.1,
+             ("learned-abs", "first"): 0.8}
+    alpha = rep.alpha_table({"lengths": [30, 60], "rows": [
+        {"encoding": e, "task": k, "selection": sel, "main": main, "alpha": [a + off, a + off]}
+        for (e, k), a in table.items()
+        for sel, main, off in (("reference", True, 0.0), ("lbfgs", True, 0.5),
+                               ("reference", False, 0.5))]})
     assert set(alpha) == {"rope", "ape"}  # the adapter names encodings as the grid does
     rows = rep.measurements(train, alpha)
     assert len(rows) == 2 * 3 * 2 * 2

@@ -37,6 +37,7 @@ ALPHA_ENCODING = {"learned-abs": "ape"}  # the alpha study's encoding names -> t
 class Config:
     results: str = field(default="", metadata={"positional": True})  # realizability-train results
     alpha: str = ""  # the alpha study's results.json (empty: print the LG side only)
+    selection: str = "reference"  # which alpha: reference, or an ablation (lbfgs, min_norm, margin)
     out: str = "results/realizability-report"  # report.json and figures go here
     learnable: float = 0.8  # a cell is learnable when its mean train accuracy exceeds this
     alpha_min: float = 0.5  # the screen: alpha_L >= this predicts length generalization
@@ -45,13 +46,20 @@ class Config:
     heatmap_length: int = 60  # the test length of the heatmaps
 
 
-def alpha_table(result: dict) -> dict:
-    """The one adapter onto the alpha study's results.json: {encoding: {task: {L: alpha}}}, with
-    encodings named as the trained grid names them and L an int."""
-    table = result["alpha"]
-    return {ALPHA_ENCODING.get(enc, enc): {task: {int(L): float(a) for L, a in by_L.items()}
-                                           for task, by_L in by_task.items()}
-            for enc, by_task in table.items()}
+def alpha_table(result: dict, selection: str = "reference") -> dict:
+    """The one adapter onto realizability-alpha's results.json: {encoding: {task: {L: alpha}}}
+    from its main-setting rows of one selection, encodings named as the trained grid names
+    them."""
+    table: dict = {}
+    for r in result["rows"]:
+        if r["selection"] == selection and r["main"]:
+            enc = ALPHA_ENCODING.get(r["encoding"], r["encoding"])
+            table.setdefault(enc, {})[r["task"]] = dict(zip(result["lengths"], r["alpha"]))
+    if not table:
+        raise ConfigError(f"--selection: the alpha results hold no main rows of selection "
+                          f"{selection!r}; use one of "
+                          f"{sorted({r['selection'] for r in result['rows']})}")
+    return table
 
 
 def load_train(path: str) -> dict:
@@ -135,11 +143,12 @@ def report(cfg: Config) -> dict:
         if not path.is_file():
             raise ConfigError(f"--alpha: {path} does not exist; run the alpha study first or "
                               "leave --alpha empty for the LG side only")
-        alpha = alpha_table(json.loads(path.read_text()))
+        alpha = alpha_table(json.loads(path.read_text()), cfg.selection)
     rows = measurements(train, alpha)
     tiers = list(dict.fromkeys(r["tier"] for r in rows))
     by_tier = {t: [r for r in rows if r["tier"] == t] for t in tiers}
-    return {"experiment": "realizability-report", "results": cfg.results, "alpha_source": cfg.alpha,
+    return {"experiment": "realizability-report", "results": cfg.results,
+            "alpha_source": cfg.alpha, "selection": cfg.selection,
             "alpha": alpha is not None, "tiers": tiers, "rows": rows,
             "cells": seed_means(rows), "counts": counts(rows),
             "train_reduced": train["reduced"],

@@ -9,8 +9,10 @@ rows i >= L0 at L in {30, 40, 50, 60, 80}, all-row accuracy beside it, train acc
 Command: lgjax realizability-train --ckpt-root /work/runs/realizability
   Programs live in <ckpt-root>/<name>/<tier>/<encoding>/ (config.json, checkpoints,
   results.json). A finished program (results.json there) is skipped; an unfinished one continues
-  from its latest checkpoint with --resume. Cost here: ~14 ms per cell-step at 1L1H on a loaded
-  2-core CPU, so hours per tier: run it in the background and rerun with --resume.
+  from its latest checkpoint with --resume. Cost here (benchmarks/bench_grid.py): 8.5, 18.6 and
+  37 ms of CPU time per cell-step at 1L1H, 2L4H and 4L4H; a tier is 5 x 50 cells x 3000 steps,
+  so ~1.8, 3.9 and 7.8 CPU-hours, i.e. hours of wall time per tier on this shared 2-core CPU:
+  run it in the background and rerun with --resume.
 Expect: see realizability-report, which sets these numbers beside alpha.
 """
 
@@ -27,8 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from lgjax import grid
+from lgjax.checkpoints import step_folders
 from lgjax.config import ConfigError, ModelConfig, TaskConfig, TrainConfig
-from lgjax.study import RunOptions, check_options, check_writable, saved_steps
+from lgjax.study import RunOptions, check_options, check_writable
 from lgjax.tasks import TASKS
 
 TASK_NAMES = ("prev", "skip-2", "skip-3", "skip-5", "copy", "reverse", "first", "pos-2",
@@ -54,7 +57,7 @@ class Config:
     chunk: int = 250  # steps per compiled loop call (progress-line granularity)
     ckpt_every: int = 500  # checkpoint interval in steps (the last two are kept)
     seed_axis: str = "blocks"  # one task's seeds inside the program: vmap, map or blocks
-    layout: str = "tasks"  # the program's cell layout: tasks (CPU) or flat (one wide vmap, GPU)
+    layout: str = "serial"  # how cells share a program: serial|tasks (CPU) or flat (accelerator)
     rope_scale: float = 1.0  # RoPE frequency scale (the spec's frequency-scale rows)
     name: str = "realizability"  # programs live in <ckpt-root>/<name>/<tier>/<encoding>/
     run: RunOptions = RunOptions(seeds=5, steps=3000, batch=64, eval_sequences=1024,
@@ -105,14 +108,15 @@ def finished_result(path: Path, g: grid.Grid) -> dict | None:
     if not f.is_file():
         return None
     res = json.loads(f.read_text())
-    return res if res["grid"] == json.loads(g.to_json()) else None
+    # compared as configs, not dicts: fields added since the run was saved take their defaults
+    return res if grid.Grid.from_json(json.dumps(res["grid"])) == g else None
 
 
 def preflight(cfg: Config) -> dict[tuple[str, str], grid.Grid]:
     """Every check of every program before anything trains or is written."""
     check_options(cfg.run)
     if cfg.layout not in grid.LAYOUTS:
-        raise ConfigError(f"--layout: use one of {grid.LAYOUTS}, not {cfg.layout!r}")
+        raise ConfigError(f"--layout: use one of {sorted(grid.LAYOUTS)}, not {cfg.layout!r}")
     if cfg.run.devices > 1:
         raise ConfigError("--devices: the grid runner runs on one device; use 0 or 1")
     if not (cfg.tiers and cfg.encodings and cfg.tasks and cfg.test_lengths):
@@ -127,7 +131,7 @@ def preflight(cfg: Config) -> dict[tuple[str, str], grid.Grid]:
         if cfg_file.exists() and grid.Grid.from_json(cfg_file.read_text()) != g:
             raise ConfigError(f"--ckpt-root: {path} holds a different grid config; delete it or "
                               "choose another --ckpt-root")
-        steps = saved_steps(path)
+        steps = step_folders(path)
         if steps and not cfg.run.resume and finished_result(path, g) is None:
             raise ConfigError(f"{path} holds an unfinished program (latest step {steps[-1]} of "
                               f"{g.train.steps}); pass --resume to continue it")
@@ -148,11 +152,10 @@ class Progress:
 
     def __init__(self, total_cells: int, done_cells: int, enabled: bool):
         self.total, self.done, self.enabled = total_cells, done_cells, enabled
-        self.program_seconds: dict[str, list[float]] = {}  # tier -> wall times of programs
 
     def start(self, tier: str, enc: str, g: grid.Grid, start_step: int) -> None:
-        self.label, self.tier, self.g = f"{tier}/{enc}", tier, g
-        self.t0, self.first_step, self.first_t = time.perf_counter(), start_step, None
+        self.label, self.g = f"{tier}/{enc}", g
+        self.first_step, self.first_t = start_step, None
 
     def chunk(self, step: int) -> None:
         now = time.perf_counter()
@@ -167,7 +170,6 @@ class Progress:
 
     def finish(self, n_cells: int, seconds: float) -> None:
         self.done += n_cells
-        self.program_seconds.setdefault(self.tier, []).append(seconds)
         left = self.total - self.done
         per_cell = seconds / n_cells
         self.say(f"{self.label}: done in {fmt(seconds)}; grid cells done {self.done}/"
@@ -186,7 +188,7 @@ def fmt(seconds: float) -> str:
 
 def run_program(cfg: Config, tier: str, enc: str, g: grid.Grid, progress: Progress) -> dict:
     path = program_dir(cfg, tier, enc)
-    steps = saved_steps(path)
+    steps = step_folders(path)
     progress.start(tier, enc, g, steps[-1] if steps else 0)
     t0 = time.perf_counter()
     states = grid.train_program(g, path, on_chunk=lambda step, s, l: progress.chunk(step),
@@ -195,6 +197,7 @@ def run_program(cfg: Config, tier: str, enc: str, g: grid.Grid, progress: Progre
     res = {"tier": tier, "encoding": enc, "tasks": list(cfg.tasks),
            "seeds": list(g.train.seeds), "L0": cfg.L0, "lengths": list(cfg.test_lengths),
            **{k: np.asarray(v).tolist() for k, v in measure_program(cfg, g, states).items()},
+           # this process's share: a resumed program began at resumed_from_step
            "train_seconds": t1 - t0, "resumed_from_step": steps[-1] if steps else 0,
            "eval_seconds": time.perf_counter() - t1, "eval_sequences": cfg.run.eval_sequences,
            "grid": json.loads(g.to_json())}
