@@ -136,6 +136,7 @@ def main(cfg: Config) -> int:
         print(f"lgjax launch: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        stop(procs)
         print("lgjax launch: interrupted; stopped every process", file=sys.stderr)
         return 130
     finally:
