@@ -28,6 +28,12 @@ COMMANDS = {  # name: (module, one-line help)
     "dynamics": ("lgjax.dynamics", "metrics over training, read from a run's checkpoints"),
     "bench": ("lgjax.bench", "speed of the multi-seed step vs the alternatives"),
     "contract-lab": ("lgjax.experiments.contract_lab", "positional contracts of six schemes"),
+    "realizability-alpha": ("lgjax.experiments.realizability_alpha",
+                            "training-free score alpha_L for every encoding x task"),
+    "realizability-train": ("lgjax.experiments.realizability_train", "the realizability grid"),
+    "realizability-report": ("lgjax.experiments.realizability_report", "alpha vs trained LG"),
+    "contract-train": ("lgjax.experiments.contract_train", "contract matrix: train, measure"),
+    "contract-report": ("lgjax.experiments.contract_report", "contract matrix report, verdicts"),
     "reproduce": ("lgjax.reproduce", "run a study's experiments and check every published claim"),
     "launch": ("lgjax.launch", "run a command as a job of several processes on this machine"),
 }
@@ -117,6 +123,8 @@ def parser_for(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if len(argv) >= 2 and f"{argv[0]}-{argv[1]}" in COMMANDS:  # `lgjax contract lab` spelling
+        argv = [f"{argv[0]}-{argv[1]}", *argv[2:]]
     parser, module = parser_for(argv)
     rest = []
     if module is not None and any(f.metadata.get("rest") for f in dataclasses.fields(

@@ -4,8 +4,9 @@ every other key's logit by at least 1 on every sequence (hard margin), solved in
 Constraint a = (sequence, other key t): <Theta, Phi_a> >= 1, Phi_a = phi(n, tau) - phi(n, t),
 with tau = n - K the target. Primal min 1/2 ||Theta||^2; dual
     max_{alpha >= 0} 1^T alpha - 1/2 alpha^T G alpha,   G_ab = <Phi_a, Phi_b>,
-solved by FISTA with adaptive restart (accelerated projected gradient, step 1 / lambda_max(G))
-to a stated tolerance (MARGIN_TOL, KKT_TOL); Theta = sum alpha Phi.
+solved by FISTA with adaptive restart (accelerated projected gradient, step 1 / lambda_max(G)),
+then exact primal-dual active-set rounds, to a stated tolerance (MARGIN_TOL, KKT_TOL);
+Theta = sum alpha Phi.
 Feature spaces:
   additive (APE): z = x + p, logit = z_n^T W z_t, Phi = z_n (z_tau - z_t)^T;
   rotary: logit = sum_i cos(delta theta_i) x_n^T A_i x_t + sin(delta theta_i) x_n^T B_i x_t, and
@@ -33,6 +34,8 @@ class Solution(NamedTuple):
     min_margin: jax.Array  # min over valid constraints of <Theta, Phi_a> (>= 1 when feasible)
     duality_gap: jax.Array  # primal - dual objective
     kkt_residual: jax.Array  # max |min(alpha, grad)| over valid constraints
+    steps: jax.Array  # FISTA steps taken (a multiple of CHECK_EVERY)
+    rounds: jax.Array  # active-set rounds taken after FISTA
 
 
 def constraints(z_LxD_fn, tokens_BxL, lengths_B, K: int) -> Constraints:
@@ -77,28 +80,30 @@ def gram_rotary(c: Constraints, freqs_F, L: int) -> jax.Array:
 MARGIN_TOL = 1e-3  # converged: every valid margin >= 1 - MARGIN_TOL ...
 KKT_TOL = 1e-4  # ... and max |min(alpha, grad)| <= KKT_TOL
 CHECK_EVERY = 25  # FISTA steps between convergence checks (a check costs one step)
+ACTIVE_SET_ROUNDS = 8  # most primal-dual active-set rounds after FISTA
 
 
-def _report(G, alpha, valid_A, ones) -> Solution:
+def _report(G, alpha, valid_A, ones, steps=0, rounds=0) -> Solution:
     margins = G @ alpha
     grad = margins - ones
     quad = alpha @ margins
     gap = quad - ones @ alpha  # primal 1/2 q minus dual (1^T alpha - 1/2 q)
     return Solution(alpha, jnp.min(jnp.where(valid_A, margins, jnp.inf)), gap,
-                    jnp.max(jnp.where(valid_A, jnp.abs(jnp.minimum(alpha, grad)), 0.0)))
+                    jnp.max(jnp.where(valid_A, jnp.abs(jnp.minimum(alpha, grad)), 0.0)),
+                    jnp.asarray(steps), jnp.asarray(rounds))
 
 
-def solve(G_AxA: jax.Array, valid_A: jax.Array, iters: int = 20000) -> Solution:
-    """FISTA with adaptive (gradient) restart on min 1/2 a^T G a - 1^T a, a >= 0 (invalid
-    entries held at 0), run until min margin >= 1 - MARGIN_TOL and the KKT residual <= KKT_TOL,
-    or `iters` steps (the Solution reports where it stopped either way)."""
-    G = G_AxA * (valid_A[:, None] & valid_A[None, :])
+def _converged(sol: Solution) -> jax.Array:
+    return (sol.min_margin >= 1 - MARGIN_TOL) & (sol.kkt_residual <= KKT_TOL)
+
+
+def _fista(G, valid_A, ones, iters: int):
+    """FISTA with adaptive (gradient) restart, stopping early at the tolerance."""
     v = jnp.ones(G.shape[0]) * valid_A
     for _ in range(30):  # power iteration for the step size
         v = G @ v
         v = v / (jnp.linalg.norm(v) + 1e-30)
     step = 1.0 / (v @ G @ v + 1e-12)
-    ones = valid_A.astype(G.dtype)
 
     def fista_step(_, carry):
         a, y, t = carry
@@ -110,21 +115,54 @@ def solve(G_AxA: jax.Array, valid_A: jax.Array, iters: int = 20000) -> Solution:
         y_new = jnp.where(restart, a_new, a_new + (t - 1) / t_new * (a_new - a))
         return a_new, y_new, t_new
 
-    def converged(alpha):
-        sol = _report(G, alpha, valid_A, ones)
-        return (sol.min_margin >= 1 - MARGIN_TOL) & (sol.kkt_residual <= KKT_TOL)
-
     def cond(carry):
         (a, _, _), i = carry
-        return (i < iters) & ~converged(a)
+        return (i < iters) & ~_converged(_report(G, a, valid_A, ones))
 
     def body(carry):
         state, i = carry
         return jax.lax.fori_loop(0, CHECK_EVERY, fista_step, state), i + CHECK_EVERY
 
     a0 = jnp.zeros(G.shape[0])
-    (alpha, _, _), _ = jax.lax.while_loop(cond, body, ((a0, a0, jnp.float32(1.0)), 0))
-    return _report(G, alpha, valid_A, ones)
+    (alpha, _, _), steps = jax.lax.while_loop(cond, body, ((a0, a0, jnp.float32(1.0)), 0))
+    return alpha, steps, step
+
+
+def _active_set(G, valid_A, ones, alpha, scale):
+    """Primal-dual active-set rounds (Hintermueller, Ito & Kunisch 2002) from FISTA's point:
+    the support S = {alpha - scale * grad > 0}; solve G_SS alpha_S = 1 exactly, alpha = 0 off S.
+    A round is kept only if it lowers the KKT residual (float32 solves of an ill-conditioned
+    G can fail); the first round that does not ends the rounds."""
+    eye = jnp.eye(G.shape[0], dtype=G.dtype)
+
+    def cond(carry):
+        alpha, r, improving = carry
+        return (r < ACTIVE_SET_ROUNDS) & improving & ~_converged(
+            _report(G, alpha, valid_A, ones))
+
+    def body(carry):
+        alpha, r, _ = carry
+        S = (alpha - scale * (G @ alpha - ones) > 0) & valid_A
+        both = S[:, None] & S[None, :]
+        M = jnp.where(both, G, 0.0) + jnp.where(S, 0.0, 1.0) * eye
+        a = jnp.maximum(jnp.linalg.solve(M, S.astype(G.dtype)), 0.0) * S
+        better = jnp.all(jnp.isfinite(a)) & (_report(G, a, valid_A, ones).kkt_residual
+                                             < _report(G, alpha, valid_A, ones).kkt_residual)
+        return jnp.where(better, a, alpha), r + 1, better
+
+    alpha, rounds, _ = jax.lax.while_loop(cond, body, (alpha, 0, jnp.bool_(True)))
+    return alpha, rounds
+
+
+def solve(G_AxA: jax.Array, valid_A: jax.Array, iters: int = 3000) -> Solution:
+    """min 1/2 a^T G a - 1^T a over a >= 0 (invalid entries held at 0): FISTA with restart for
+    at most `iters` steps, then exact active-set rounds, until min margin >= 1 - MARGIN_TOL and
+    the KKT residual <= KKT_TOL (the Solution reports where it stopped either way)."""
+    G = G_AxA * (valid_A[:, None] & valid_A[None, :])
+    ones = valid_A.astype(G.dtype)
+    alpha, steps, step = _fista(G, valid_A, ones, iters)
+    alpha, rounds = _active_set(G, valid_A, ones, alpha, step)
+    return _report(G, alpha, valid_A, ones, steps, rounds)
 
 
 def selector_additive(c: Constraints, alpha_A) -> jax.Array:

@@ -62,15 +62,18 @@ def init_state(key_data, cfg: RunConfig) -> TrainState:
     return TrainState(params, opt_state, jnp.int32(0), key_data, jnp.int32(-1))
 
 
-def make_seed_step(cfg: RunConfig, path: str | None = None) -> Callable:
-    """One optimizer step for one seed: state -> (state, loss)."""
+def make_seed_step(cfg: RunConfig, path: str | None = None,
+                   sample: Callable | None = None) -> Callable:
+    """One optimizer step for one seed: state -> (state, loss). `sample(state) -> Batch`
+    replaces cfg.task's sampler (the grid runner picks a cell's task there)."""
     t = cfg.train
     apply = models.make_apply(cfg, path)
     opt = make_optimizer(t)
+    sample = sample or (lambda state: tasks.sample_batch(
+        cfg.task, stream(state.key, DATA, state.step), t.batch, t.lmin, t.lmax, t.lmax))
 
     def step(state: TrainState):
-        batch = tasks.sample_batch(cfg.task, stream(state.key, DATA, state.step), t.batch,
-                                   t.lmin, t.lmax, t.lmax)
+        batch = sample(state)
         loss, grads = jax.value_and_grad(loss_fn)(state.params, batch, apply)
         updates, opt_state = opt.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)

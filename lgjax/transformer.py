@@ -63,8 +63,13 @@ def init_params(key, cfg: ModelConfig, m_in: int, m_out: int) -> dict:
 
 
 def make_apply(cfg: ModelConfig, m_in: int, m_out: int):
+    """Batched; query="last" reads the logits at the query n = length-1 (attention stays full)."""
     model = Transformer(cfg, m_in, m_out)
-    one = lambda p, t, n: model.apply({"params": p}, t, n)
+
+    def one(p, t, n):
+        logits, att = model.apply({"params": p}, t, n)
+        return (logits[n - 1] if cfg.query == "last" else logits), att
+
     return jax.vmap(one, in_axes=(None, 0, 0))
 
 

@@ -1,0 +1,103 @@
+"""Benchmark of the grid runner: ms per (cell x seed)-step at each realizability tier, the
+one-program runner (every task x seed of one encoding) against the cells trained one after
+another (each task its own `lgjax.train` program over the seeds), and the fraction of this
+machine's fp32 matmul peak measured in the same run.
+
+Usage: python benchmarks/bench_grid.py [--steps 10] [--repeats 2] [--loop-tasks 2]
+       [--tiers 1L1H,2L4H,4L4H] [--layouts tasks,serial] [--out results/bench-grid]
+The loop is timed on --loop-tasks of the tasks (its cost per cell-step does not depend on which
+task); both sides are timed as the least wall time of --repeats identical chunks after a warm-up
+(compilation excluded), so machine noise only adds time. Both wall and process CPU time are
+reported: on a shared CPU the wall time says what this run got, the CPU time what it cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from lgjax import grid, train, transformer  # noqa: E402
+from lgjax.bench import matmul_peak  # noqa: E402
+from lgjax.config import RunConfig  # noqa: E402
+from lgjax.experiments import realizability_train as rt  # noqa: E402
+
+
+def best_chunk(runner, states, steps: int, repeats: int) -> tuple[float, float]:
+    """Least (wall, process CPU) seconds of `repeats` chunks: on a shared machine the CPU time
+    is what the work costs, the wall time what this run got."""
+    jax.block_until_ready(runner(states, jnp.int32(1)))  # compile and warm up
+    wall, cpu = float("inf"), float("inf")
+    for _ in range(repeats):
+        w0, c0 = time.perf_counter(), time.process_time()
+        jax.block_until_ready(runner(states, jnp.int32(steps)))
+        wall, cpu = min(wall, time.perf_counter() - w0), min(cpu, time.process_time() - c0)
+    return wall, cpu
+
+
+def time_program(g: grid.Grid, layout: str, steps: int, repeats: int) -> tuple[float, float]:
+    T, S = g.shape
+    secs = best_chunk(grid.make_grid_runner(g, layout), grid.init_states(g), steps, repeats)
+    return tuple(1e3 * x / (steps * T * S) for x in secs)
+
+
+def time_loop(g: grid.Grid, steps: int, repeats: int, n_tasks: int) -> tuple[float, float]:
+    wall = cpu = 0.0
+    for t in range(n_tasks):
+        cfg: RunConfig = g.cell_config(t)
+        w, c = best_chunk(train.make_chunk_runner(cfg), train.init_states(cfg), steps, repeats)
+        wall, cpu = wall + w, cpu + c
+    return tuple(1e3 * x / (steps * n_tasks * g.shape[1]) for x in (wall, cpu))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--loop-tasks", type=int, default=2)
+    p.add_argument("--tiers", default="1L1H,2L4H,4L4H")
+    p.add_argument("--encoding", default="rope")
+    p.add_argument("--layouts", default="tasks,serial")
+    p.add_argument("--out", default="results/bench-grid")
+    args = p.parse_args()
+    cfg = rt.Config()
+    peak = max(matmul_peak().values())
+    rows = []
+    for tier in args.tiers.split(","):
+        g = rt.program_grid(cfg, tier, args.encoding)
+        t = g.train
+        flop = transformer.flops_per_step(g.model, t.batch, t.lmax, cfg.vocab, cfg.vocab)
+        row = {"tier": tier, "tasks": g.shape[0], "seeds": g.shape[1],
+               "gflop_per_cell_step": flop / 1e9}
+        timed = {f"program-{lay}": time_program(g, lay, args.steps, args.repeats)
+                 for lay in args.layouts.split(",")}
+        timed["loop"] = time_loop(g, args.steps, args.repeats, args.loop_tasks)
+        for name, (wall, cpu) in timed.items():
+            row[name] = {"ms_wall": wall, "ms_cpu": cpu,
+                         "peak_fraction_wall": flop / (wall * 1e-3) / 1e9 / peak,
+                         "tier_grid_minutes_wall": wall * 1e-3 * 5 * g.shape[0] * g.shape[1]
+                         * t.steps / 60}
+            print(f"{tier} {name:15s} {wall:7.2f} ms wall, {cpu:7.2f} ms CPU per cell-step; "
+                  f"{100 * row[name]['peak_fraction_wall']:3.0f}% of the {peak:.0f} GFLOP/s "
+                  f"matmul peak ({flop / 1e9:.3f} GFLOP per cell-step); the tier's "
+                  f"5-encoding grid at this rate {row[name]['tier_grid_minutes_wall']:.0f} min",
+                  flush=True)
+        rows.append(row)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench_grid.json").write_text(json.dumps(
+        {"rows": rows, "matmul_peak_gflops": peak, "encoding": args.encoding,
+         "steps": args.steps, "repeats": args.repeats, "cpu_count": os.cpu_count(),
+         "load_average": os.getloadavg(), "jax": jax.__version__}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""Pure evaluation pieces of the contract study (spec: contract.md, part 2).
+
+Interventions, evaluation only (no retraining):
+  position interpolation  `interpolated(model_cfg, L, train_max)`: an evaluation-time model
+      config that maps length L into the trained range (RoPE: rope_scale x train_max/L; learned:
+      its table interpolated, ape_oob="interp"; sinusoidal positions, ALiBi and clipped-relative
+      distances x train_max/L through eval-only encodings; NoPE unchanged);
+  retrieval  `retrieval_index`: a separate system that keeps the evidence span plus the last
+      (window - e) tokens and renumbers them 0..window-1.
+Attention readouts: the head chosen on in-range data, its distance-confusion matrix, failure by
+relative offset, the attention-logit range per head. All functions are for plain arrays (numpy or
+jax); batch and seed axes are the caller's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+import numpy as np
+from scipy import stats
+
+from lgjax import encodings
+from lgjax.config import ModelConfig, TaskConfig
+from lgjax.encodings import ENCODINGS, Encoding
+
+PI_SUFFIX = "+pi"  # eval-only encodings: "<name>+pi" reads positions or distances x pos_scale
+
+
+@dataclass(frozen=True)
+class Interpolated(ModelConfig):
+    pos_scale: float = 1.0  # positions (or distances) are multiplied by this: train_max / L
+
+
+def _scaled_sinusoid(params, pos, length, cfg):
+    return encodings.sinusoidal_table(params, pos.astype(jnp.float32) * cfg.pos_scale, length,
+                                      cfg)
+
+
+def _scaled_alibi(params, dist, cfg):
+    return encodings.alibi_bias(params, jnp.asarray(dist, jnp.float32) * cfg.pos_scale, cfg)
+
+
+def _scaled_clip(params, dist, cfg):
+    """The clipped table read at the fractional distance d x scale, linearly between rows."""
+    x = jnp.clip(jnp.asarray(dist, jnp.float32) * cfg.pos_scale, 0.0, float(cfg.rel_clip))
+    lo = jnp.floor(x).astype(jnp.int32)
+    hi = jnp.minimum(lo + 1, cfg.rel_clip)
+    frac = (x - lo)[..., None]
+    table = params["relbias"]
+    return table[lo] * (1 - frac) + table[hi] * frac
+
+
+PI_ENCODINGS: dict[str, Encoding] = {
+    "sinusoidal": Encoding("additive", encodings.additive_kernel(_scaled_sinusoid),
+                           embed=_scaled_sinusoid),
+    "alibi": Encoding("bias", encodings.bias_kernel(_scaled_alibi), bias=_scaled_alibi),
+    "relclip": Encoding("bias", encodings.bias_kernel(_scaled_clip), init=encodings.clip_init,
+                        bias=_scaled_clip),
+}
+
+
+@contextlib.contextmanager
+def pi_encodings():
+    """Register the eval-only encodings for the duration of an evaluation (they are never a
+    training choice, so the registry holds them only here)."""
+    added = {name + PI_SUFFIX: enc for name, enc in PI_ENCODINGS.items()
+             if name + PI_SUFFIX not in ENCODINGS}
+    ENCODINGS.update(added)
+    try:
+        yield
+    finally:
+        for name in added:
+            del ENCODINGS[name]
+
+
+def _through_pi_encoding(m: ModelConfig, scale: float) -> ModelConfig:
+    fields = dataclasses.asdict(m) | {"encoding": m.encoding + PI_SUFFIX, "pos_scale": scale}
+    return Interpolated(**fields)
+
+
+# encoding name -> (model config, scale) -> the interpolated model config
+INTERPOLATIONS = {
+    "ape": lambda m, s: dataclasses.replace(m, ape_oob="interp"),
+    "rope": lambda m, s: dataclasses.replace(m, rope_scale=m.rope_scale * s),
+    "sinusoidal": _through_pi_encoding,
+    "alibi": _through_pi_encoding,
+    "relclip": _through_pi_encoding,
+    "nope": lambda m, s: m,
+}
+
+
+def interpolated(m: ModelConfig, length: int, train_max: int) -> ModelConfig:
+    """The evaluation-time config of position interpolation at length L (scale train_max / L);
+    evaluate it inside `pi_encodings()`."""
+    return INTERPOLATIONS[m.encoding](m, min(1.0, train_max / length))
+
+
+# ---- retrieval ---------------------------------------------------------------------------
+
+# task -> cfg -> (tokens before the evidence position that the span starts, span length e):
+# the anchor's slot counts from the content start, so its span is the content start through the
+# slot; an update's evidence is the value after the last SET, so the SET comes with it.
+EVIDENCE_SPAN = {
+    "absolute_anchor": lambda c: (c.anchor_slot, c.anchor_slot + 1),
+    "ordered_update": lambda c: (1, 2),
+    "offset_copy": lambda c: (0, 1),
+    "periodic_marker": lambda c: (0, 1),
+}
+
+
+def evidence_span(task: str, evidence, cfg: TaskConfig):
+    before, e = EVIDENCE_SPAN[task](cfg)
+    return evidence - before, e
+
+
+def retrieval_index(start, e: int, length, window: int):
+    """[..., window] source positions: the span [start, start+e), then the last window-e tokens;
+    just the last `window` tokens when the span already lies among them."""
+    j = jnp.arange(window)
+    start, length = jnp.asarray(start)[..., None], jnp.asarray(length)[..., None]
+    tail = length - window + j
+    inside = start + e > length - (window - e)
+    return jnp.where(inside | (j >= e), tail, start + j)
+
+
+# ---- attention readouts ------------------------------------------------------------------
+
+def hit_rates(attended_NxA, evidence_N) -> np.ndarray:
+    """[A]: how often each head's argmax key is the evidence position."""
+    return (np.asarray(attended_NxA) == np.asarray(evidence_N)[:, None]).mean(0)
+
+
+def bins_of(distance, width: int, n_bins: int) -> np.ndarray:
+    return np.clip(np.asarray(distance) // width, 0, n_bins - 1)
+
+
+def confusion(needed_N, attended_N, width: int, n_bins: int) -> np.ndarray:
+    """[n_bins, n_bins] counts: row = distance needed (query - evidence), column = distance the
+    head attended (query - its argmax key), both in bins of `width`."""
+    out = np.zeros((n_bins, n_bins), np.int64)
+    np.add.at(out, (bins_of(needed_N, width, n_bins), bins_of(attended_N, width, n_bins)), 1)
+    return out
+
+
+def failure_by_offset(needed_N, correct_N, width: int, n_bins: int) -> tuple[np.ndarray, ...]:
+    """(total, correct) per bin of the distance needed."""
+    b = bins_of(needed_N, width, n_bins)
+    total = np.bincount(b, minlength=n_bins)
+    return total, np.bincount(b, weights=np.asarray(correct_N, float), minlength=n_bins)
+
+
+def logit_range(logits_AxL, length) -> np.ndarray:
+    """[A]: max - min of each head's attention logits over the valid keys t < length."""
+    valid = np.arange(np.shape(logits_AxL)[-1]) < length
+    x = np.asarray(logits_AxL, float)
+    return np.where(valid, x, -np.inf).max(-1) - np.where(valid, x, np.inf).min(-1)
+
+
+def rank_correlation(x, y) -> float:
+    """Spearman's rho (ties averaged); NaN when either side is constant or too short."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    if keep.sum() < 3 or np.ptp(x[keep]) == 0 or np.ptp(y[keep]) == 0:
+        return float("nan")
+    return float(stats.spearmanr(x[keep], y[keep]).statistic)

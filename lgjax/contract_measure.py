@@ -1,0 +1,301 @@
+"""The contract study's measurements on trained cells (spec: contract.md, part 2).
+
+Per (task, scheme) cell, every seed: held-out in-range accuracy and loss; shifted accuracy and
+shift consistency under PAD prefixes; accuracy at the extension lengths without intervention,
+with position interpolation and through the retrieval system; the head chosen on in-range data
+(most often attending the evidence), its distance-confusion matrix and failure by relative
+offset; the attention-logit range per head. Across cells: the in-range loss at every checkpoint
+and the matched-training-loss comparison. Evaluation batches for a length are the same for every
+scheme of a task (keys from the seed and the condition), so interventions compare paired.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lgjax import checkpoints, contract_eval, contracts, tasks, transformer
+from lgjax.config import ModelConfig, TaskConfig
+from lgjax.encodings import ENCODINGS, logit_scale
+from lgjax.keys import EVAL, seed_keys, stream
+from lgjax.models import vocab_sizes
+from lgjax.study import Trained
+
+BIN = 4  # distance bin width of the confusion matrices and failure-by-offset curves
+NONLOCAL = 4  # the chosen head misattends "far" when its key is >= this from the evidence
+IN_RANGE, SHIFT = 0, 1000  # EVAL key indices: in-range batch, shift pair (+c); a length L uses L
+LAB = {"ape": "learned", "sinusoidal": "sinusoidal", "relclip": "relative", "rope": "rope",
+       "alibi": "alibi", "nope": "nope"}  # scheme -> its stand-in in the contract lab
+
+
+def query_readout(cfg: ModelConfig, m_in: int, m_out: int):
+    """One sequence -> (logits [m_out], attention [A, L], attention logits [A, L]) of the query
+    row n = length-1, A = layers x heads (layer-major). The logits are recomputed from the
+    captured q/k projections exactly as `lgjax.attention.causal_attention` forms them."""
+    model = transformer.Transformer(cfg, m_in, m_out)
+    enc = ENCODINGS[cfg.encoding]
+
+    def one(params, tokens_L, length):
+        (logits_LxM, att), state = model.apply(
+            {"params": params}, tokens_L, length, mutable=["intermediates"],
+            capture_intermediates=lambda mdl, _: mdl.name in ("query", "key"))
+        n, pos = length - 1, jnp.arange(tokens_L.shape[0])
+        rows = []
+        for i in range(cfg.layers):
+            inter = state["intermediates"][f"block{i}"]
+            q = enc.rotate(inter["query"]["__call__"][0], pos, cfg)[n]
+            k = enc.rotate(inter["key"]["__call__"][0], pos, cfg)
+            bias_LxH = jnp.broadcast_to(enc.bias(params["encoding"], n - pos, cfg),
+                                        (pos.shape[0], cfg.heads))
+            rows.append(jnp.einsum("hd,khd->hk", q, k) * logit_scale(cfg) + bias_LxH.T)
+        A = cfg.layers * cfg.heads
+        return logits_LxM[n], att[:, :, n, :].reshape(A, -1), jnp.stack(rows).reshape(A, -1)
+
+    return one
+
+
+@functools.lru_cache(maxsize=64)
+def _program(cfg: ModelConfig, m_in: int, m_out: int, chunk: int):
+    """jit(params_S, tokens [S, B, L], lengths [S, B]): seeds and chunks of the batch under
+    lax.map (a long batch's attention would not fit at once)."""
+    batched = jax.vmap(query_readout(cfg, m_in, m_out), in_axes=(None, 0, 0))
+
+    def per_seed(params, tokens, lengths):
+        B = tokens.shape[0]
+        split = lambda x: x.reshape(B // chunk, chunk, *x.shape[1:])
+        out = jax.lax.map(lambda a: batched(params, *a), (split(tokens), split(lengths)))
+        return jax.tree.map(lambda x: x.reshape(B, *x.shape[2:]), out)
+
+    return jax.jit(lambda p_S, t_S, n_S: jax.lax.map(lambda a: per_seed(*a), (p_S, t_S, n_S)))
+
+
+def readout(cfg: ModelConfig, task: TaskConfig, params_S, tokens, lengths):
+    B = tokens.shape[1]
+    chunk = max(k for k in range(1, min(B, 128) + 1) if B % k == 0)
+    out = _program(cfg, *vocab_sizes_of(task), chunk)(params_S, tokens, lengths)
+    return [np.asarray(x) for x in out]
+
+
+def vocab_sizes_of(task: TaskConfig) -> tuple[int, int]:
+    t = tasks.TASKS[task.name]
+    return t.input_vocab(task), t.num_classes(task)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 2, 3, 4, 5, 6))
+def _sample(task, keys_S, index, n, lmin, lmax, Lpad):
+    draw = lambda k: tasks.sample_batch(task, stream(k, EVAL, index), n, lmin, lmax, Lpad)
+    return jax.vmap(draw)(keys_S)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 2, 3, 4, 5, 6))
+def _sample_pair(task, keys_S, shift, n, lmin, lmax, Lpad):
+    draw = lambda k: tasks.sample_shift_pair(task, stream(k, EVAL, SHIFT + shift), n, lmin, lmax,
+                                             Lpad, shift)
+    return jax.vmap(draw)(keys_S)
+
+
+def sample(task: TaskConfig, seeds, index, n, lmin, lmax, Lpad) -> tasks.Batch:
+    return jax.tree.map(np.asarray, _sample(task, seed_keys(seeds), index, n, lmin, lmax, Lpad))
+
+
+def evidence_of(task: TaskConfig, batch) -> np.ndarray:
+    return np.asarray(tasks.TASKS[task.name].evidence(batch.tokens, batch.length, task))
+
+
+def near_far(task: TaskConfig, batch, correct_SxB) -> dict:
+    if task.name != "ordered_update":
+        return {}
+    far = np.asarray(tasks.distance_bin(batch.tokens, batch.length, task)) == 1
+    mean = lambda m: (correct_SxB * m).sum(1) / np.maximum(m.sum(1), 1)
+    return {"near": mean(~far), "far": mean(far), "far_fraction": far.mean(1)}
+
+
+def per_seed_head_values(x_SxBxA, head_S) -> np.ndarray:
+    return np.take_along_axis(x_SxBxA, head_S[:, None, None], axis=2)[..., 0]
+
+
+class Cell:
+    """The measurements of one trained cell; `row` collects the JSON-able result."""
+
+    def __init__(self, t: Trained, cfg):
+        self.t, self.cfg = t, cfg
+        self.rc, self.task, self.model = t.config, t.config.task, t.config.model
+        self.params_S, self.seeds = t.states.params, t.config.train.seeds
+        self.lmin, self.lmax = t.config.train.lmin, t.config.train.lmax
+        self.n = cfg.run.eval_sequences
+        self.n_bins = math.ceil(max(cfg.extend) / BIN)
+
+    def run(self, model: ModelConfig, batch):
+        return readout(model, self.task, self.params_S, batch.tokens, batch.length)
+
+    def correct(self, logits, batch):
+        return (logits.argmax(-1) == batch.targets).astype(float)
+
+    def in_range(self) -> dict:
+        b = sample(self.task, self.seeds, IN_RANGE, self.n, self.lmin, self.lmax, self.lmax)
+        logits, att, att_logits = self.run(self.model, b)
+        ok = self.correct(logits, b)
+        evidence = evidence_of(self.task, b)
+        rates = np.stack([contract_eval.hit_rates(a.argmax(-1), e)
+                          for a, e in zip(att, evidence)])
+        self.head_S = rates.argmax(-1)
+        logz = jax.nn.log_softmax(logits, -1)
+        loss = -np.take_along_axis(np.asarray(logz), b.targets[..., None], -1)[..., 0].mean(1)
+        return {"accuracy": ok.mean(1), "loss": loss, "head": self.head_S,
+                "hit_rate": rates.max(-1), "hit_rates": rates,
+                "logit_range": self.logit_ranges(att_logits, b), **near_far(self.task, b, ok),
+                "confusion": self.confusion(att, b, evidence).tolist()}
+
+    def logit_ranges(self, att_logits, b) -> np.ndarray:
+        """[S, A]: mean over sequences of each head's logit range at the query."""
+        r = [[contract_eval.logit_range(x, n) for x, n in zip(xs, ns)]
+             for xs, ns in zip(att_logits, b.length)]
+        return np.asarray(r).mean(1)
+
+    def distances(self, att, b, evidence):
+        query = b.length - 1
+        attended = per_seed_head_values(att.argmax(-1), self.head_S)
+        return query - evidence, query - attended
+
+    def confusion(self, att, b, evidence) -> np.ndarray:
+        need, got = self.distances(att, b, evidence)
+        return contract_eval.confusion(need.ravel(), got.ravel(), BIN, self.n_bins)
+
+    def shifts(self) -> dict:
+        out = {}
+        for c in self.cfg.shifts:
+            plain, moved = jax.tree.map(np.asarray, _sample_pair(
+                self.task, seed_keys(self.seeds), c, self.n, self.lmin, self.lmax - c, self.lmax))
+            before, after = self.run(self.model, plain)[0], self.run(self.model, moved)[0]
+            out[str(c)] = {"accuracy": self.correct(after, moved).mean(1),
+                           "consistency": (before.argmax(-1) == after.argmax(-1)).mean(1)}
+        return out
+
+    def extension(self) -> dict:
+        out, conf, total, hits = {}, 0, 0, 0
+        for L in self.cfg.extend:
+            b = sample(self.task, self.seeds, L, self.n, L, L, L)
+            logits, att, att_logits = self.run(self.model, b)
+            ok = self.correct(logits, b)
+            evidence = evidence_of(self.task, b)
+            need, got = self.distances(att, b, evidence)
+            conf = conf + self.confusion(att, b, evidence)
+            t, h = contract_eval.failure_by_offset(need.ravel(), ok.ravel(), BIN, self.n_bins)
+            total, hits = total + t, hits + h
+            out[str(L)] = {"none": ok.mean(1), "pi": self.interpolation(b, L),
+                           "retrieval": self.retrieval(b, evidence),
+                           "logit_range": self.logit_ranges(att_logits, b),
+                           "nonlocal": (np.abs(got - need) >= NONLOCAL).mean(1),
+                           **near_far(self.task, b, ok)}
+        out["confusion"] = conf.tolist()
+        out["failure"] = {"bin": BIN, "total": total.tolist(), "correct": hits.tolist()}
+        return out
+
+    def interpolation(self, b, L) -> np.ndarray:
+        with contract_eval.pi_encodings():
+            model = contract_eval.interpolated(self.model, L, self.lmax)
+            return self.correct(self.run(model, b)[0], b).mean(1)
+
+    def retrieval(self, b, evidence) -> np.ndarray:
+        start, e = contract_eval.evidence_span(self.task.name, evidence, self.task)
+        idx = np.asarray(contract_eval.retrieval_index(start, e, b.length, self.lmax))
+        kept = b._replace(tokens=np.take_along_axis(b.tokens, idx, -1),
+                          length=np.full_like(b.length, self.lmax))
+        return self.correct(self.run(self.model, kept)[0], kept).mean(1)
+
+    def loss_curve(self) -> dict:
+        """In-range loss (probe batch) at every saved checkpoint: the training trajectory."""
+        n = self.cfg.probe_sequences
+        b = sample(self.task, self.seeds, IN_RANGE, n, self.lmin, self.lmax, self.lmax)
+        steps, losses = [], []
+        with checkpoints.open_run(self.t.run_dir)[1] as run:  # for reading
+            for step in sorted(run.steps()):
+                params = run.restore(step).params
+                logits = readout(self.model, self.task, params, b.tokens, b.length)[0]
+                logz = np.asarray(jax.nn.log_softmax(logits, -1))
+                steps.append(step)
+                losses.append(-np.take_along_axis(logz, b.targets[..., None], -1)[..., 0]
+                              .mean(1))
+        return {"steps": steps, "loss": np.asarray(losses)}
+
+
+def parameter_counts(t: Trained) -> dict:
+    one = jax.tree.map(lambda x: x[0], t.states.params)
+    count = lambda tree: int(sum(np.size(x) for x in jax.tree.leaves(tree)))
+    m = t.config.model
+    trained_enc = count(one["encoding"])
+    if m.encoding == "ape":  # rows past the trained range are never read in training
+        trained_enc = m.ape_train_max * m.d
+    return {"total": count(one), "encoding": count(one["encoding"]),
+            "encoding_trained": trained_enc, "total_trained": count(one) - count(
+                one["encoding"]) + trained_enc}
+
+
+def measure_cell(cfg, t: Trained) -> dict:
+    cell = Cell(t, cfg)
+    in_range = cell.in_range()  # first: it chooses the head the extension readouts follow
+    return {"in_range": in_range, "shift": cell.shifts(), "extend": cell.extension(),
+            "curve": cell.loss_curve(), "params": parameter_counts(t),
+            "train_seconds": t.seconds}
+
+
+def matched_loss(cfg, trained: dict, cells: dict) -> dict:
+    """Schemes compared at equal in-range loss: per task, the level every learnable scheme
+    reached (the highest of their lowest seed-mean losses); each seed's first checkpoint at or
+    below it, evaluated at the extension lengths."""
+    out = {}
+    for task, row in cells.items():
+        learnable = {s: c for s, c in row.items()
+                     if np.mean(c["in_range"]["accuracy"]) >= cfg.learnable}
+        if not learnable:
+            continue
+        level = max(float(np.asarray(c["curve"]["loss"]).mean(1).min())
+                    for c in learnable.values())
+        out[task] = {"level": level, "schemes": {}}
+        for scheme, c in learnable.items():
+            t = trained[f"contract/{task}/{scheme}"]
+            out[task]["schemes"][scheme] = c["matched"] = matched_cell(cfg, t, c["curve"],
+                                                                        level)
+    return out
+
+
+def matched_cell(cfg, t: Trained, curve: dict, level: float) -> dict:
+    loss_KxS = np.asarray(curve["loss"])
+    steps = np.asarray(curve["steps"])
+    first = np.where((loss_KxS <= level).any(0), (loss_KxS <= level).argmax(0), len(steps) - 1)
+    with checkpoints.open_run(t.run_dir)[1] as run:
+        restored = {int(steps[k]): run.restore(int(steps[k])).params for k in set(first)}
+    params_S = jax.tree.map(lambda *x: np.stack(x), *[
+        jax.tree.map(lambda a, s=s: a[s], restored[int(steps[k])]) for s, k in enumerate(first)])
+    matched = Trained(t.config, t.states._replace(params=params_S), t.run_dir, 0.0)
+    cell = Cell(matched, cfg)
+    acc = []
+    for L in cfg.extend:
+        b = sample(cell.task, cell.seeds, L, cell.n, L, L, L)
+        acc.append(cell.correct(cell.run(cell.model, b)[0], b).mean(1))
+    return {"step": steps[first], "loss": loss_KxS[first, np.arange(len(first))],
+            "extend": np.mean(acc, 0)}
+
+
+def measure_matrix(cfg, trained: dict) -> dict:
+    """Every trained cell (a partial matrix measures what it has), then the cross-cell checks."""
+    cells: dict[str, dict] = {}
+    for name, t in trained.items():
+        task, scheme = Path(name).parts[-2:]
+        cells.setdefault(task, {})[scheme] = measure_cell(cfg, t)
+    any_t = next(iter(trained.values()))
+    return {"tasks": list(cells), "schemes": sorted({s for r in cells.values() for s in r},
+                                                    key=list(LAB).index),
+            "seeds": list(any_t.config.train.seeds), "steps": any_t.config.train.steps,
+            "batch": any_t.config.train.batch, "train_lengths": list(cfg.train_lengths),
+            "extend": list(cfg.extend), "shifts": list(cfg.shifts),
+            "eval_sequences": cfg.run.eval_sequences, "learnable": cfg.learnable,
+            "cells": cells, "matched": matched_loss(cfg, trained, cells),
+            "lab": contracts.lab(cfg.train_lengths[1], max(cfg.extend), 17), "lab_names": LAB,
+            "vocab_sizes": {t: list(vocab_sizes(trained[f"contract/{t}/{s}"].config))
+                            for t, r in cells.items() for s in r}}

@@ -1,0 +1,320 @@
+"""contract-report: the contract matrix with 95% t-intervals, the predicted matrix and verdicts.
+
+Spec: contract.md, Output. The report states the null policy and the predicted matrix first
+(`POLICY`, `PREDICTIONS`, fixed before any run), then the measured matrix task x scheme x
+intervention with intervals over seeds, each predicted cell marked, the winners, the
+matched-training-loss comparison and the rank correlations of in-range loss and of the contract
+measures with the out-of-range accuracy.
+Command: lgjax contract-report results/contract        (a results folder: instant)
+         lgjax contract-report /work/runs/contract      (a --ckpt-root: measures finished cells)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from lgjax import plots  # noqa: E402
+from lgjax.config import ConfigError  # noqa: E402
+from lgjax.contract_verdicts import (  # noqa: E402
+    COLUMNS,
+    MATRIX,
+    POLICY,
+    PREDICTIONS,
+    RANGES,
+    column,
+    correlations,
+    failure_ranges,
+    interventions,
+    judge,
+    learnable_map,
+    not_learnable,
+    t_interval,
+    thesis_line,
+    winners,
+)
+
+# ---- text ----------------------------------------------------------------------------------
+
+def fmt(values) -> str:
+    m, lo, hi = t_interval(values)
+    return f"{m:.2f} [{lo:.2f},{hi:.2f}]"
+
+
+def predicted_table() -> str:
+    lines = ["Predicted matrix (declared before the run; + = predicted higher, - = lower):"]
+    for p in PREDICTIONS:
+        lines.append(f"- {p.task} / {COLUMNS[p.column][0]}: + {','.join(p.high)}  "
+                     f"- {','.join(p.low)}  ({p.claim})")
+    return "\n".join(lines)
+
+
+def matrix_table(result: dict) -> str:
+    lines = []
+    for task in result["cells"]:
+        cols = [c for c in (*MATRIX, "matched_extend", "near_extend", "far_extend")
+            if column(result, task, c)]
+        ok = learnable_map(result, task)
+        lines += ["", f"## {task}", "| scheme | " + " | ".join(COLUMNS[c][0] for c in cols)
+                  + " | learnable |", "|---" * (len(cols) + 2) + "|"]
+        values = {c: column(result, task, c) for c in cols}
+        for s in result["schemes"]:
+            if s in values["in_range"]:
+                lines.append(f"| {s} | " + " | ".join(fmt(values[c][s]) if s in values[c]
+                                                      else "-" for c in cols)
+                             + f" | {'yes' if ok[s] else 'NO'} |")
+    return "\n".join(lines)
+
+
+def verdict_table(result: dict) -> str:
+    lines = ["| task | column | scheme | predicted | verdict | vs | difference [95% CI] |",
+             "|---|---|---|---|---|---|---|"]
+    for v in judge(result):
+        diff = "" if "diff" not in v else "{:+.2f} [{:+.2f},{:+.2f}]".format(*v["diff"])
+        lines.append(f"| {v['task']} | {COLUMNS[v['column']][0]} | {v['scheme']} | "
+                     f"{'+' if v['side'] == 'high' else '-'} | {v['verdict']} | "
+                     f"{v.get('rival', '')} | {diff} |")
+    return "\n".join(lines)
+
+
+def intervention_table(result: dict) -> str:
+    lines = ["| task | scheme | intervention | effect on ext. accuracy [95% CI] | label |",
+             "|---|---|---|---|---|"]
+    for v in interventions(result):
+        lines.append("| {} | {} | {} | {:+.2f} [{:+.2f},{:+.2f}] | {} |".format(
+            v["task"], v["scheme"], v["intervention"], *v["diff"], v["effect"]))
+    return "\n".join(lines)
+
+
+def matched_table(result: dict) -> str:
+    lines = ["| task | loss level | scheme | step (mean) | ext. accuracy at matched loss | "
+             "ext. accuracy final |", "|---|---|---|---|---|---|"]
+    for task, m in result.get("matched", {}).items():
+        final = column(result, task, "extend")
+        for s, c in m["schemes"].items():
+            lines.append(f"| {task} | {m['level']:.3f} | {s} | {np.mean(c['step']):.0f} | "
+                         f"{fmt(c['extend'])} | {fmt(final[s])} |")
+    return "\n".join(lines)
+
+
+def correlation_table(result: dict) -> str:
+    corr = correlations(result)
+    names = list(next(iter(corr.values()))) if corr else []
+    strength = {k: np.nanmean([abs(corr[t][k]) for t in corr]) if any(
+        np.isfinite(corr[t][k]) for t in corr) else float("nan") for k in names}
+    lines = ["| predictor | " + " | ".join(corr) + " | mean abs |",
+             "|---" * (len(corr) + 2) + "|"]
+    for k in names:
+        lines.append(f"| {k} | " + " | ".join(f"{corr[t][k]:+.2f}" for t in corr)
+                     + f" | {strength[k]:.2f} |")
+    contract = {k: v for k, v in strength.items() if k != "in-range loss" and np.isfinite(v)}
+    if contract and np.isfinite(strength.get("in-range loss", np.nan)):
+        best = max(contract, key=contract.get)
+        lines.append(f"In-range loss: mean |rho| {strength['in-range loss']:.2f}; the strongest "
+                     f"contract measure ({best}): {contract[best]:.2f}.")
+    return "\n".join(lines)
+
+
+def failure_table(result: dict) -> str:
+    edges = RANGES
+    names = [f"{a}-{b - 1}" for a, b in zip(edges[:-1], edges[1:])]
+    lines = ["| task | scheme | " + " | ".join(names) + " |", "|---" * (len(names) + 2) + "|"]
+    for task, row in result["cells"].items():
+        for s, c in row.items():
+            cells = ["" if v is None else f"{v:.2f}" for v in failure_ranges(c, edges)]
+            lines.append(f"| {task} | {s} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def attention_table(result: dict) -> str:
+    """The chosen head's in-range hit rate and the largest per-head logit range."""
+    ext = result["extend"]
+    lines = ["| task | scheme | head hit rate (in range) | logit range in range | "
+             + " | ".join(f"at {L}" for L in ext) + " |", "|---" * (len(ext) + 4) + "|"]
+    for task, row in result["cells"].items():
+        for s, c in row.items():
+            top = lambda r: f"{np.mean(np.max(r, axis=-1)):.1f}"
+            cols = [top(c["extend"][str(L)]["logit_range"]) for L in ext]
+            lines.append(f"| {task} | {s} | {np.mean(c['in_range']['hit_rate']):.2f} | "
+                         f"{top(c['in_range']['logit_range'])} | " + " | ".join(cols) + " |")
+    return "\n".join(lines)
+
+
+def params_table(result: dict) -> str:
+    lines = ["| scheme | parameters | encoding | encoding (trained) |", "|---|---|---|---|"]
+    task = result["tasks"][0]
+    for s, c in result["cells"][task].items():
+        p = c["params"]
+        lines.append(f"| {s} | {p['total']} | {p['encoding']} | {p['encoding_trained']} |")
+    return "\n".join(lines)
+
+
+def render(result: dict) -> str:
+    missing = [f"{t}/{s}" for t in result.get("planned_tasks", result["tasks"])
+               for s in result.get("planned_schemes", result["schemes"])
+               if s not in result["cells"].get(t, {})]
+    head = [f"# Contract study: the matrix ({len(result['seeds'])} seeds, {result['steps']} "
+            f"steps, batch {result['batch']}, lengths {result['train_lengths']}, extension "
+            f"{result['extend']}, PAD shifts {result['shifts']})",
+            f"PARTIAL: cells not measured yet: {', '.join(missing)}" if missing else
+            "Complete matrix.", "", POLICY.format(learnable=result["learnable"]), "",
+            predicted_table(), "", f"Parameters per scheme ({result['tasks'][0]}):",
+            params_table(result)]
+    stuck = not_learnable(result)
+    if stuck:
+        head += ["", f"Not learnable at this budget ({result['steps']} steps; in-range accuracy "
+                 f"< {result['learnable']}): {', '.join(stuck)}. Their predictions are not "
+                 "judged: a cell the budget did not teach says nothing about its scheme."]
+    wins = winners(result)
+    body = ["", "# Results: mean [95% CI] over seeds (accuracy; shift cons. = same answer "
+            "before and after the shift)", matrix_table(result), "", "## Verdicts",
+            verdict_table(result), "", "## Winners",
+            *[f"- {t} / {COLUMNS[c][0]}: {w or 'none'}" for (t, c), w in wins.items()],
+            thesis_line(wins), "", "## Interventions (paired, vs no intervention)",
+            intervention_table(result), "", "## Matched training loss", matched_table(result),
+            "", "## Rank correlation with extension accuracy (Spearman, seed-runs)",
+            correlation_table(result), "",
+            "## Failure by relative offset (extension accuracy by distance needed, pooled)",
+            failure_table(result), "",
+            "## Attention: chosen head and logit range (max over heads, mean over seeds)",
+            attention_table(result)]
+    return "\n".join(head + body)
+
+
+# ---- figures -------------------------------------------------------------------------------
+
+def figure(result: dict, stem: Path) -> None:
+    """stem.png: one heatmap per matrix column (tasks x schemes; mean, CI half-width, and the
+    verdict mark of a predicted cell); stem-confusion.png: the chosen head's distance-confusion
+    matrix per cell at the extension lengths."""
+    marks = {(v["task"], v["column"], v["scheme"]): v["verdict"] for v in judge(result)}
+    tasks, schemes = list(result["cells"]), result["schemes"]
+    rows = (len(MATRIX) + 2) // 3
+    fig, axes = plt.subplots(rows, 3, squeeze=False,
+                             figsize=(5.5 * 3, rows * (0.75 * len(tasks) + 1.6)))
+    for ax in axes.flat[len(MATRIX):]:
+        ax.axis("off")
+    for k, (ax, name) in enumerate(zip(axes.flat, MATRIX)):
+        grid = np.full((len(tasks), len(schemes)), np.nan)
+        for i, t in enumerate(tasks):
+            for s, v in column(result, t, name).items():
+                m, lo, hi = t_interval(v)
+                j = schemes.index(s)
+                grid[i, j] = m
+                mark = VERDICT_MARK.get(marks.get((t, name, s)), "")
+                ax.text(j, i, f"{m:.2f}\n±{(hi - lo) / 2:.2f}{mark}", ha="center",
+                        va="center", fontsize=7)
+        ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", alpha=0.8, aspect="auto")
+        ax.set_xticks(range(len(schemes)), schemes, rotation=45, fontsize=8)
+        ax.set_yticks(range(len(tasks)), tasks if k % 3 == 0 else [], fontsize=8)
+        ax.set_title(COLUMNS[name][0], fontsize=9)
+    fig.suptitle("contract matrix: mean ± 95% CI half-width over seeds "
+                 "(✓ confirmed, ✗ contradicted, = no effect, ? unresolved, ∅ not learnable)",
+                 fontsize=9)
+    fig.tight_layout()
+    plots.save(fig, stem)
+    confusion_figure(result, Path(f"{stem}-confusion"))
+
+
+VERDICT_MARK = {"confirmed": " ✓", "contradicted": " ✗", "no effect": " =", "unresolved": " ?",
+                "not learnable": " ∅", "no learnable rival": ""}
+
+
+def confusion_figure(result: dict, stem: Path) -> None:
+    tasks, schemes = list(result["cells"]), result["schemes"]
+    fig, axes = plt.subplots(len(tasks), len(schemes), squeeze=False,
+                             figsize=(2.2 * len(schemes), 2.2 * len(tasks)))
+    for i, t in enumerate(tasks):
+        for j, s in enumerate(schemes):
+            ax = axes[i, j]
+            cell = result["cells"][t].get(s)
+            if cell is None:
+                ax.axis("off")
+                continue
+            counts = np.asarray(cell["extend"]["confusion"], float)
+            width = cell["extend"]["failure"]["bin"]
+            span = counts.shape[0] * width
+            ax.imshow(np.log1p(counts), origin="lower", cmap="magma",
+                      extent=(0, span, 0, span))
+            ax.plot([0, span], [0, span], color="w", lw=0.5, ls=":")
+            ax.set_title(f"{t}\n{s}", fontsize=7)
+            ax.tick_params(labelsize=6)
+            if j == 0:
+                ax.set_ylabel("distance needed", fontsize=7)
+            if i == len(tasks) - 1:
+                ax.set_xlabel("distance attended", fontsize=7)
+    fig.suptitle("chosen head (on in-range data): distance attended vs needed at the "
+                 "extension lengths (log counts)", fontsize=9)
+    fig.tight_layout()
+    plots.save(fig, stem)
+
+
+# ---- the command ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Config:
+    source: str = field(default="", metadata={"positional": True})  # results folder or --ckpt-root
+    out: str = ""  # report folder (default: the results folder, or <ckpt-root>/report)
+    eval_sequences: int = 512  # for a --ckpt-root: evaluation sequences per length and seed
+    extend: tuple[int, ...] = (64, 96, 128)  # for a --ckpt-root: extension lengths
+    shifts: tuple[int, ...] = (4, 12)  # for a --ckpt-root: PAD prefixes of the shift evaluation
+
+
+def main(cfg: Config) -> None:
+    src = Path(cfg.source)
+    if (src / "results.json").is_file() or src.suffix == ".json":
+        path = src if src.suffix == ".json" else src / "results.json"
+        result, out = json.loads(path.read_text()), Path(cfg.out or path.parent)
+    elif (src / "contract").is_dir():
+        result, out = measure_root(src, cfg), Path(cfg.out or src / "report")
+    else:
+        raise ConfigError(f"source: {src} holds neither results.json nor contract/<task>/"
+                          "<scheme> run directories; pass a contract-train --out or --ckpt-root")
+    out.mkdir(parents=True, exist_ok=True)
+    text = render(result)
+    (out / "report.md").write_text(text)
+    (out / "results.json").write_text(json.dumps(result, indent=1, default=_jsonable))
+    figure(result, out / "contract")
+    print(text)
+    print(f"wrote {out}/: report.md, results.json, contract.png/.pdf, contract-confusion.png/.pdf")
+
+
+def _jsonable(x):
+    return np.asarray(x).tolist()
+
+
+def measure_root(root: Path, cfg: Config) -> dict:
+    """Measure the finished cells under a checkpoint root (a partial matrix is reported as
+    such); the study's options come from the runs' saved configs."""
+    from lgjax import checkpoints, contract_measure, study
+    from lgjax.experiments import contract_train
+
+    trained, planned = {}, contract_train.Config()
+    for run_dir in sorted((root / "contract").glob("*/*")):
+        rc = checkpoints.read_config(run_dir)
+        if study.is_finished(run_dir, rc):
+            _, manager = checkpoints.open_run(run_dir)
+            with manager:
+                states = manager.restore(rc.train.steps)
+            trained[f"contract/{run_dir.parent.name}/{run_dir.name}"] = study.Trained(
+                rc, states, run_dir, 0.0)
+    if not trained:
+        raise ConfigError(f"source: no finished cell under {root}/contract yet; wait for the "
+                          "first cell or pass a smaller run")
+    t = next(iter(trained.values())).config.train
+    run = dataclasses.replace(planned.run, seeds=len(t.seeds), steps=t.steps, batch=t.batch,
+                              eval_sequences=cfg.eval_sequences)
+    study_cfg = dataclasses.replace(planned, run=run, train_lengths=(t.lmin, t.lmax),
+                                    extend=cfg.extend, shifts=cfg.shifts)
+    contract_train.check(study_cfg)
+    result = contract_measure.measure_matrix(study_cfg, trained)
+    result |= {"planned_tasks": list(planned.tasks), "planned_schemes": list(planned.schemes)}
+    return json.loads(json.dumps(result, default=_jsonable))

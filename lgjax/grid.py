@@ -1,0 +1,234 @@
+"""The grid runner: many cells x seeds trained in one compiled program.
+
+A grid is a list of tasks sharing one model and one recipe (the realizability study: every task
+of one (encoding, tier); the contract matrix: cells that differ in task). Tasks differ only in
+data, so cells stack like seeds: the state has a leading axis of T x S cells, task-major
+(cell c = task c // S, seed c % S). The program maps over tasks with lax.map and runs one task's
+seeds as `lgjax.train` runs seeds (blocks of vmapped seeds); a step's batch comes from lax.switch
+over the tasks' samplers on the task index, which vmap never batches, so only the cell's own
+sampler runs. Cell (t, s) takes its keys from seed s exactly as `lgjax.train` does for task t
+alone, so it trains the same inside the grid as alone (up to vmap's float reassociation).
+
+`train_program` adds checkpoints under one directory per grid (config.json + orbax steps), so a
+killed program resumes from its latest checkpoint; `evaluate_grid` measures every cell.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import orbax.checkpoint as ocp
+
+from lgjax import evaluate, models, tasks, train
+from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.keys import DATA, seed_keys, stream
+from lgjax.validation import validate
+
+CONFIG_FILE = "config.json"
+
+
+@dataclass(frozen=True)
+class Grid:
+    tasks: tuple[TaskConfig, ...]  # one row of cells per task; all share the model's vocab sizes
+    model: ModelConfig  # the model every cell trains
+    train: TrainConfig  # the shared recipe; train.seeds are every task's seeds
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return len(self.tasks), len(self.train.seeds)
+
+    def cell_config(self, t: int) -> RunConfig:
+        """The RunConfig that trains task t alone (its seeds as train.seeds)."""
+        return RunConfig(self.tasks[t], self.model, self.train)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> Grid:
+        d = json.loads(text)
+        rcs = [RunConfig.from_dict({"task": k, "model": d["model"], "train": d["train"]})
+               for k in d["tasks"]]
+        return Grid(tuple(rc.task for rc in rcs), rcs[0].model, rcs[0].train)
+
+
+def check(grid: Grid, eval_lengths: tuple[int, ...] = ()) -> None:
+    """Every cell's config is valid and all cells share parameter shapes."""
+    if not grid.tasks:
+        raise ConfigError("tasks: a grid needs at least one task")
+    for t in range(len(grid.tasks)):
+        validate(grid.cell_config(t), eval_lengths)
+    sizes = {models.vocab_sizes(grid.cell_config(t)) for t in range(len(grid.tasks))}
+    if len(sizes) > 1:
+        raise ConfigError(f"tasks: cells of one grid must share vocabulary sizes (one parameter "
+                          f"shape) but they have {sorted(sizes)}; split them into two grids")
+
+
+def init_states(grid: Grid) -> train.TrainState:
+    """[T * S] stacked states; cell (t, s) starts where task t's seed s starts alone."""
+    T, _ = grid.shape
+    keys_C = jnp.tile(seed_keys(grid.train.seeds), (T, 1))
+    cfg = grid.cell_config(0)
+    return jax.jit(jax.vmap(lambda k: train.init_state(k, cfg)))(keys_C)
+
+
+def abstract_states(grid: Grid):
+    T, S = grid.shape
+    cfg = grid.cell_config(0)
+    keys = jax.ShapeDtypeStruct((T * S, 2), jnp.uint32)
+    shapes = jax.eval_shape(jax.vmap(lambda k: train.init_state(k, cfg)), keys)
+    device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=device), shapes)
+
+
+def _seed_axis(fn: Callable, n: int, strategy: str) -> Callable:
+    """fn(state, rest) over a stack of n states, the way `lgjax.train` runs seeds."""
+    if strategy == "vmap":
+        return jax.vmap(fn, in_axes=(0, None))
+    if strategy == "blocks":
+        return train.seed_blocks(fn, n)
+    return lambda states, rest: jax.lax.map(lambda s: fn(s, rest), states)
+
+
+LAYOUTS = ("tasks", "serial", "flat")
+
+
+def make_grid_runner(grid: Grid, layout: str = "tasks", wrap: Callable = lambda f: f) -> Callable:
+    """jit(states_C, n_steps) -> (states_C, mean loss per cell over the chunk).
+
+    layout "tasks": lax.map over tasks, a task's seeds as train.seed_axis says; "serial":
+    lax.map over every cell, no vmap (on a CPU the cheapest per cell; only the cell's own
+    sampler runs in either); "flat": one vmap over every cell (wide enough to fill an
+    accelerator; the task index is then batched, so lax.switch evaluates every task's sampler
+    and selects). The layout changes float summation order only, so a program may resume under
+    another layout. `wrap` decorates the traced function (tests pass
+    chex.assert_max_traces(n=1))."""
+    if layout not in LAYOUTS:
+        raise ConfigError(f"--layout: unknown layout {layout!r}; use one of {LAYOUTS}")
+    T, S = grid.shape
+    t = grid.train
+    cfg = grid.cell_config(0)
+    samplers = [lambda key, k=k: tasks.sample_batch(k, key, t.batch, t.lmin, t.lmax, t.lmax)
+                for k in grid.tasks]
+
+    def run_one(state, rest):
+        task, n_steps = rest
+        step = train.make_seed_step(cfg, sample=lambda st: jax.lax.switch(
+            task, samplers, stream(st.key, DATA, st.step)))
+
+        def body(_, carry):
+            state, total = carry
+            state, loss = step(state)
+            return state, total + loss
+
+        state, total = jax.lax.fori_loop(0, n_steps, body, (state, jnp.float32(0.0)))
+        return state, total / jnp.maximum(n_steps, 1)
+
+    per_task = _seed_axis(run_one, S, train.resolve_strategy(cfg))
+    task_C = jnp.repeat(jnp.arange(T, dtype=jnp.int32), S)
+
+    @jax.jit
+    @wrap
+    def run(states_C, n_steps):
+        if layout == "flat":
+            return jax.vmap(run_one, in_axes=(0, (0, None)))(states_C, (task_C, n_steps))
+        if layout == "serial":
+            return jax.lax.map(lambda a: run_one(a[0], (a[1], n_steps)), (states_C, task_C))
+        states_TxS = jax.tree.map(lambda x: x.reshape(T, S, *x.shape[1:]), states_C)
+        out = jax.lax.map(lambda a: per_task(a[0], (a[1], n_steps)),
+                          (states_TxS, jnp.arange(T, dtype=jnp.int32)))
+        return jax.tree.map(lambda x: x.reshape(T * S, *x.shape[2:]), out)
+
+    return run
+
+
+def cell_names(grid: Grid) -> list[str]:
+    return [f"{k.name}(offset={k.offset}, slot={k.slot}) seed {s}"
+            for k in grid.tasks for s in grid.train.seeds]
+
+
+def check_finite(grid: Grid, states: train.TrainState) -> None:
+    bad = np.asarray(states.bad_step)
+    if (bad >= 0).any():
+        c = int(np.argmax(bad >= 0))
+        raise train.TrainingDiverged(f"cell {cell_names(grid)[c]} produced a non-finite loss or "
+                                     f"parameter at step {int(bad[c])}; lower train.lr")
+
+
+class GridDir:
+    """<path>/config.json (the grid) and <path>/<step>/ orbax checkpoints of the [T * S] state.
+    A directory holding a different grid is refused; restores are strict."""
+
+    def __init__(self, path: Path | str, grid: Grid, keep: int = 2):
+        self.path, self.grid = Path(path).absolute(), grid
+        cfg_file = self.path / CONFIG_FILE
+        if cfg_file.exists() and Grid.from_json(cfg_file.read_text()) != grid:
+            raise ConfigError(f"--ckpt-root: {self.path} holds a different grid config; delete "
+                              "that folder or choose another --ckpt-root")
+        self.manager = ocp.CheckpointManager(
+            self.path, options=ocp.CheckpointManagerOptions(max_to_keep=keep, create=True))
+        if not cfg_file.exists():
+            cfg_file.write_text(grid.to_json())
+
+    def latest(self) -> int | None:
+        return self.manager.latest_step()
+
+    def save(self, step: int, states: train.TrainState) -> None:
+        self.manager.save(step, args=ocp.args.StandardSave(states))
+
+    def restore(self, step: int | None = None) -> train.TrainState:
+        step = self.latest() if step is None else step
+        restored = self.manager.restore(
+            step, args=ocp.args.StandardRestore(abstract_states(self.grid)))
+        return restored if isinstance(restored, train.TrainState) \
+            else train.TrainState(*restored)
+
+    def close(self) -> None:
+        self.manager.wait_until_finished()
+        self.manager.close()
+
+
+def boundaries(t: TrainConfig, start: int) -> list[int]:
+    """Chunk ends after `start`: every t.chunk steps and the last step."""
+    return sorted({*range(t.chunk, t.steps + 1, t.chunk), t.steps} - set(range(start + 1)))
+
+
+def train_program(grid: Grid, path: Path | str, on_chunk: Callable | None = None,
+                  runner: Callable | None = None) -> train.TrainState:
+    """Train every cell to grid.train.steps, resuming from the latest checkpoint in `path`;
+    saves every train.ckpt_every steps and the last; on_chunk(step, states, loss_C)."""
+    t = grid.train
+    run = GridDir(path, grid)
+    try:
+        states = run.restore() if run.latest() is not None else init_states(grid)
+        runner = runner or make_grid_runner(grid)
+        start = int(np.asarray(states.step)[0])
+        for end in boundaries(t, start):
+            states, loss_C = runner(states, jnp.int32(end - start))
+            check_finite(grid, states)
+            if end % t.ckpt_every == 0 or end == t.steps:
+                run.save(end, states)
+            if on_chunk is not None:
+                on_chunk(end, states, loss_C)
+            start = end
+    finally:
+        run.close()
+    return states
+
+
+def evaluate_grid(grid: Grid, params_C, lengths, n_seqs: int, new_from: int = 0):
+    """evaluate() for every task's seeds: LengthEval fields with leading axes [T, S, n_lengths]."""
+    T, S = grid.shape
+    per_task = []
+    for t in range(T):
+        params_S = jax.tree.map(lambda x, t=t: x[t * S:(t + 1) * S], params_C)
+        per_task.append(evaluate.evaluate(params_S, grid.cell_config(t), lengths, n_seqs,
+                                          new_from=new_from))
+    return jax.tree.map(lambda *x: np.stack(x), *per_task)

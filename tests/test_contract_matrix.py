@@ -1,0 +1,216 @@
+"""The contract matrix: evaluation pieces on hand-built cases, the verdict logic on a synthetic
+matrix, and one tiny cell end to end through the CLI (train, measure, report)."""
+
+import dataclasses
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lgjax import contract_eval, contract_measure, encodings, models, tasks
+from lgjax.cli import main
+from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.contract_eval import ENCODINGS
+from lgjax.contract_verdicts import (
+    failure_ranges,
+    judge,
+    not_learnable,
+    thesis_line,
+    verdict,
+    winner,
+    winners,
+)
+from lgjax.experiments import contract_train
+
+# ---- evaluation pieces ------------------------------------------------------------------------
+
+
+def test_confusion_and_failure_by_offset_hand_built():
+    need, got = np.array([0, 4, 9, 30]), np.array([1, 8, 9, 2])
+    c = contract_eval.confusion(need, got, width=4, n_bins=3)
+    expect = np.zeros((3, 3), int)
+    expect[0, 0] = expect[1, 2] = expect[2, 2] = expect[2, 0] = 1  # 30 and 9 clip to bin 2
+    np.testing.assert_array_equal(c, expect)
+    total, hits = contract_eval.failure_by_offset(need, np.array([1, 0, 1, 1]), 4, 3)
+    np.testing.assert_array_equal(total, [1, 1, 2])
+    np.testing.assert_array_equal(hits, [1, 0, 2])
+
+
+def test_logit_range_hit_rates_rank_correlation():
+    logits = np.array([[1.0, 5.0, -2.0, 100.0], [0.0, 0.0, 0.0, -50.0]])
+    np.testing.assert_allclose(contract_eval.logit_range(logits, 3), [7.0, 0.0])
+    attended = np.array([[2, 0], [2, 1], [1, 1]])
+    np.testing.assert_allclose(contract_eval.hit_rates(attended, np.array([2, 2, 1])),
+                               [1.0, 1 / 3])
+    assert contract_eval.rank_correlation([1, 2, 3, 4], [10, 20, 25, 99]) == pytest.approx(1.0)
+    assert contract_eval.rank_correlation([3, 2, 1], [1, 2, 3]) == pytest.approx(-1.0)
+    assert np.isnan(contract_eval.rank_correlation([1, 1, 1], [1, 2, 3]))
+
+
+def test_retrieval_index_keeps_span_then_tail_or_just_the_tail():
+    idx = contract_eval.retrieval_index(jnp.array([0, 7, 2]), 3, jnp.array([10, 10, 10]), 6)
+    np.testing.assert_array_equal(idx, [[0, 1, 2, 7, 8, 9],  # span, then the last 3
+                                        [4, 5, 6, 7, 8, 9],  # span already in the window
+                                        [2, 3, 4, 7, 8, 9]])
+
+
+@pytest.mark.parametrize("name", ["absolute_anchor", "ordered_update", "offset_copy"])
+def test_retrieval_keeps_the_label_of_evidence_tasks(name):
+    """The retrieved 32-token sequence still answers the same: the anchor's slot, the value after
+    the last SET, the token k back (a plain-Python reading of the kept tokens)."""
+    cfg = TaskConfig(name, vocab=12)
+    b = jax.jit(tasks.sample_batch, static_argnums=(0, 2, 3, 4, 5))(cfg, jax.random.key(3), 32,
+                                                                   64, 64, 64)
+    ev = tasks.TASKS[name].evidence(b.tokens, b.length, cfg)
+    start, e = contract_eval.evidence_span(name, ev, cfg)
+    kept = np.take_along_axis(np.asarray(b.tokens),
+                              np.asarray(contract_eval.retrieval_index(start, e, b.length, 32)), -1)
+    for row, target in zip(kept, np.asarray(b.targets)):
+        if name == "absolute_anchor":
+            got = row[cfg.anchor_slot]
+        elif name == "offset_copy":
+            got = row[31 - cfg.copy_offset]
+        else:
+            got = row[max(i for i in range(32) if row[i] == tasks.set_id(cfg)) + 1]
+        assert got == target
+
+
+def test_interpolation_configs_per_scheme():
+    m = ModelConfig(d=16, heads=2)
+    rep = lambda **kw: dataclasses.replace(m, **kw)
+    assert contract_eval.interpolated(rep(encoding="ape", ape_oob="clamp"), 64, 32).ape_oob == \
+        "interp"
+    assert contract_eval.interpolated(rep(encoding="rope"), 128, 32).rope_scale == 0.25
+    assert contract_eval.interpolated(rep(encoding="nope"), 128, 32) == rep(encoding="nope")
+    pi = contract_eval.interpolated(rep(encoding="alibi"), 64, 32)
+    assert (pi.encoding, pi.pos_scale) == ("alibi+pi", 0.5)
+    assert "alibi+pi" not in ENCODINGS  # registered only while evaluating
+    with contract_eval.pi_encodings():
+        assert "alibi+pi" in ENCODINGS
+    assert "alibi+pi" not in ENCODINGS
+
+
+def test_interpolated_biases_scale_distances():
+    m = ModelConfig(encoding="relclip", d=16, heads=2, rel_clip=4)
+    table = {"relbias": jnp.arange(10.0).reshape(5, 2)}
+    dist = jnp.array([0, 1, 3, 6, 20])
+    same = contract_eval.Interpolated(**dataclasses.asdict(m) | {"pos_scale": 1.0})
+    np.testing.assert_allclose(contract_eval._scaled_clip(table, dist, same),
+                               encodings.clip_bias(table, dist, m))
+    half = dataclasses.replace(same, pos_scale=0.5)  # 3 -> 1.5: halfway between rows 1 and 2
+    np.testing.assert_allclose(contract_eval._scaled_clip(table, dist, half)[2], [3.0, 4.0])
+    a = dataclasses.replace(half, encoding="alibi", alibi_slopes="geometric")
+    np.testing.assert_allclose(contract_eval._scaled_alibi({}, dist, a),
+                               encodings.alibi_bias({}, dist * 0.5, a))
+
+
+@pytest.mark.parametrize("encoding", ["relclip", "rope"])  # the bias path and the rotary path
+def test_readout_logits_reproduce_the_attention(encoding):
+    """The recomputed query-row logits, softmaxed over valid keys, are the model's attention."""
+    rc = RunConfig(TaskConfig("offset_copy", vocab=8),
+                   ModelConfig(encoding=encoding, arch="transformer", layers=2, heads=2, d=8),
+                   TrainConfig(lmin=6, lmax=10, seeds=(0,)))
+    params = jax.jit(models.init_params, static_argnums=1)(jax.random.key(0), rc)
+    b = tasks.sample_batch(rc.task, jax.random.key(1), 4, 6, 10, 10)
+    one = contract_measure.query_readout(rc.model, *models.vocab_sizes(rc))
+    logits, att, att_logits = jax.jit(jax.vmap(one, in_axes=(None, 0, 0)))(params, b.tokens,
+                                                                           b.length)
+    valid = jnp.arange(10)[None, None, :] < b.length[:, None, None]
+    np.testing.assert_allclose(jax.nn.softmax(jnp.where(valid, att_logits, -1e30), -1), att,
+                               atol=1e-5)
+    full, _ = jax.jit(models.make_apply(rc))(params, b.tokens, b.length)
+    np.testing.assert_allclose(logits, full, atol=1e-5)
+
+
+# ---- verdict logic on a synthetic matrix ------------------------------------------------------
+
+SEEDS = 5
+
+
+def vals(mean, spread=0.01):
+    return list(mean + spread * np.linspace(-1, 1, SEEDS))
+
+
+def synthetic_cell(in_range=1.0, extend=0.5, shift=0.5, far=None, nonlocal_=0.1, spread=0.01):
+    ext = vals(extend, spread)
+    length = {"none": ext, "pi": ext, "retrieval": ext,
+              "nonlocal": vals(nonlocal_)}
+    ir = {"accuracy": vals(in_range)}
+    if far is not None:
+        length |= {"near": vals(0.9), "far": vals(far)}
+        ir |= {"near": vals(1.0), "far": vals(1.0)}
+    return {"in_range": ir, "shift": {"4": {"accuracy": vals(shift), "consistency": vals(shift)}},
+            "extend": {"64": length}}
+
+
+def synthetic_result(cells):
+    return {"cells": cells, "learnable": 0.9, "schemes": list(contract_train.SCHEMES)}
+
+
+def test_verdicts_confirmed_contradicted_no_effect_not_learnable():
+    cells = {
+        "absolute_anchor": {"ape": synthetic_cell(extend=0.95), "rope": synthetic_cell(0.95,
+                                                                                      0.3),
+                            "sinusoidal": synthetic_cell(extend=0.34, spread=0.05),
+                            "nope": synthetic_cell(in_range=0.5, extend=0.9)},  # not learnable
+        "offset_copy": {"rope": synthetic_cell(shift=0.2), "ape": synthetic_cell(shift=0.9)},
+    }
+    result = synthetic_result(cells)
+    got = {(v["task"], v["scheme"], v["column"]): v["verdict"] for v in judge(result)}
+    assert not_learnable(result) == ["absolute_anchor/nope"]
+    assert got[("absolute_anchor", "ape", "extend")] == "confirmed"
+    # sinusoidal is within 0.05 of rope and its interval covers 0 both ways round
+    assert got[("absolute_anchor", "sinusoidal", "extend")] == "no effect"
+    assert got[("absolute_anchor", "rope", "extend")] == "no effect"
+    assert got[("absolute_anchor", "nope", "extend")] == "not learnable"
+    assert got[("offset_copy", "rope", "shift_consistency")] == "contradicted"
+    assert got[("offset_copy", "ape", "shift_consistency")] == "contradicted"
+
+
+def test_verdict_unresolved_and_no_learnable_rival():
+    noisy = {"a": np.array([0.2, 0.9, 0.5, 0.1, 0.8]), "b": np.array([0.3, 0.2, 0.6, 0.1, 0.1])}
+    ok = {"a": True, "b": True}
+    assert verdict(noisy, ok, "a", "high", ["b"])["verdict"] == "unresolved"
+    assert verdict(noisy, {"a": True, "b": False}, "a", "high", ["b"])["verdict"] == \
+        "no learnable rival"
+
+
+def test_winner_needs_separated_intervals_and_thesis_line():
+    assert winner({"a": vals(0.9), "b": vals(0.5), "c": vals(0.4)}) == "a"
+    assert winner({"a": vals(0.9), "b": vals(0.89)}) is None
+    one = {"x": synthetic_cell(extend=0.99, shift=0.99), "y": synthetic_cell(0.95, 0.2, 0.2)}
+    wins = winners(synthetic_result({"absolute_anchor": one, "offset_copy": one}))
+    assert set(wins.values()) == {"x"} and "weakened" in thesis_line(wins)
+    assert "weakened" not in thesis_line({("t", "c"): "x", ("t", "d"): "y"})
+
+
+def test_failure_ranges_pool_bins():
+    cell = {"extend": {"failure": {"bin": 4, "total": [2, 2, 0, 4], "correct": [2, 1, 0, 0]}}}
+    assert failure_ranges(cell, (0, 8, 12, 16)) == [0.75, None, 0.0]
+
+
+# ---- end to end -------------------------------------------------------------------------------
+
+
+def test_one_cell_trains_measures_and_reports_through_the_cli(tmp_path, capsys):
+    ck, out = tmp_path / "ck", tmp_path / "out"
+    args = ["contract-train", "--tasks", "offset_copy", "--schemes", "alibi", "--steps", "2",
+            "--seeds", "2", "--batch", "8", "--eval-sequences", "8", "--probe-sequences", "8",
+            "--train-lengths", "6,10", "--extend", "12", "--shifts", "2", "--d", "8",
+            "--heads", "2", "--layers", "1", "--ckpt-root", str(ck), "--out", str(out),
+            "--no-progress"]
+    assert main(args) == 0
+    result = json.loads((out / "results.json").read_text())
+    cell = result["cells"]["offset_copy"]["alibi"]
+    assert len(cell["in_range"]["accuracy"]) == 2
+    assert set(cell["extend"]) >= {"12", "confusion", "failure"}
+    assert cell["curve"]["steps"] == [0, 1, 2]
+    assert (ck / "contract" / "offset_copy" / "alibi" / "config.json").is_file()
+    assert "Predicted matrix" in (out / "report.md").read_text()
+    assert main(["contract-report", str(ck), "--eval-sequences", "8", "--extend", "12",
+                 "--shifts", "2"]) == 0
+    assert "PARTIAL" in (ck / "report" / "report.md").read_text()
+    assert (ck / "report" / "contract-confusion.png").stat().st_size > 0
+    assert main(["contract-report", str(tmp_path / "nothing")]) == 2

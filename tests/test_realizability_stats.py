@@ -1,0 +1,93 @@
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lgjax import stats
+from lgjax.experiments import realizability_report as rep
+
+
+def test_ranks_share_ties():
+    np.testing.assert_array_equal(stats.ranks([3, 1, 2, 2]), [4, 1, 2.5, 2.5])
+
+
+def test_spearman_hand_cases():
+    # sum d^2 = 4 over n = 5: rho = 1 - 6 * 4 / (5 * 24) = 0.8
+    assert stats.spearman([1, 2, 3, 4, 5], [2, 1, 4, 3, 5]) == pytest.approx(0.8)
+    # ties: ranks (1.5, 1.5, 3) vs (1, 2, 3): 1.5 / sqrt(1.5 * 2)
+    assert stats.spearman([1, 1, 2], [1, 2, 3]) == pytest.approx(1.5 / math.sqrt(3.0))
+    assert stats.spearman([1, 2, 3], [30, 20, 10]) == pytest.approx(-1.0)
+    assert math.isnan(stats.spearman([1, 1, 1], [1, 2, 3]))
+
+
+@settings(deadline=None, max_examples=30)
+@given(st.lists(st.integers(-1000, 1000), min_size=3, max_size=20, unique=True))
+def test_spearman_is_one_under_an_increasing_map(x):
+    x = np.array(x, float)
+    assert stats.spearman(x, np.exp(x / 1e3) + x**3) == pytest.approx(1.0)
+    assert stats.spearman(x, -x) == pytest.approx(-1.0)
+
+
+def test_precision_hand_case():
+    alpha, lg = [0.9, 0.6, 0.4, 0.5], [0.8, 0.5, 0.9, 0.7]
+    # screened rows: alpha 0.9, 0.6, 0.5 -> LG 0.8 (yes), 0.5 (no), 0.7 (yes; >= counts)
+    assert stats.precision(alpha, lg, 0.5, 0.7) == pytest.approx(2 / 3)
+    assert math.isnan(stats.precision([0.1], [1.0], 0.5, 0.7))
+
+
+def test_auc_hand_cases():
+    # positives 0.35, 0.8 vs negatives 0.1, 0.4: 3 of 4 pairs ordered right
+    assert stats.auc([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1]) == pytest.approx(0.75)
+    assert stats.auc([0.5, 0.5], [1, 0]) == pytest.approx(0.5)  # a tie counts one half
+    assert math.isnan(stats.auc([0.1, 0.2], [1, 1]))
+
+
+def test_cluster_bootstrap_resamples_whole_clusters():
+    x = np.repeat([0.0, 1.0], 50)  # two clusters of identical rows
+    clusters = np.repeat([0, 1], 50)
+    # two clusters: resampled means are 0, 1/2, 1 with probabilities 1/4, 1/2, 1/4
+    lo, hi = stats.bootstrap_ci(np.mean, (x,), clusters, resamples=2000)
+    assert (lo, hi) == (0.0, 1.0)
+    # as 100 independent rows the same data give a narrow interval around 1/2
+    lo, hi = stats.bootstrap_ci(np.mean, (x,), None, resamples=2000)
+    assert 0.35 < lo < 0.5 < hi < 0.65
+
+
+def test_row_bootstrap_matches_normal_theory():
+    x = np.arange(100.0)  # mean 49.5, standard error 28.87 / 10
+    lo, hi = stats.bootstrap_ci(np.mean, (x,), resamples=4000)
+    assert lo == pytest.approx(49.5 - 1.96 * 2.887, abs=0.7)
+    assert hi == pytest.approx(49.5 + 1.96 * 2.887, abs=0.7)
+
+
+def _program(tier, encoding, tasks, lg, train_acc):
+    """A train result with two seeds and two lengths; lg[i] is task i's LG at both lengths."""
+    return {"tier": tier, "encoding": encoding, "tasks": tasks, "seeds": [0, 1],
+            "lengths": [30, 60], "train_seconds": 1.0,
+            "lg": [[[v, v], [v, v]] for v in lg], "acc_all": [[[v, v], [v, v]] for v in lg],
+            "train_acc": [[a, a] for a in train_acc]}
+
+
+def test_report_statistics_on_a_known_table():
+    train = {"experiment": "realizability-train", "reduced": True, "programs": [
+        _program("1L1H", "rope", ["prev", "copy", "first"], [0.95, 0.1, 0.6], [1.0, 1.0, 0.5]),
+        _program("1L1H", "ape", ["prev", "copy", "first"], [0.3, 0.15, 0.9], [1.0, 0.9, 1.0])]}
+    alpha = rep.alpha_table({"alpha": {
+        "rope": {"prev": {"30": 1.0, "60": 1.0}, "copy": {"30": 0.0, "60": 0.0},
+                 "first": {"30": 0.2, "60": 0.2}},
+        "learned-abs": {"prev": {"30": 0.3, "60": 0.3}, "copy": {"30": 0.1, "60": 0.1},
+                        "first": {"30": 0.8, "60": 0.8}}}})
+    assert set(alpha) == {"rope", "ape"}  # the adapter names encodings as the grid does
+    rows = rep.measurements(train, alpha)
+    assert len(rows) == 2 * 3 * 2 * 2
+    s = rep.tier_stats(rows, rep.Config(resamples=200))
+    # learnable: every cell but rope/first (train 0.5); there alpha and LG order alike
+    assert s["learnable_cells"] == 5 and s["rho"] == pytest.approx(1.0)
+    # alpha >= 0.5: rope/prev (LG 0.95) and ape/first (0.9), 2 seeds x 2 lengths each
+    assert s["precision"] == pytest.approx(1.0) and s["screened_rows"] == 8
+    # labels LG >= 0.7: rope/prev, ape/first; both carry the two highest alphas
+    assert s["auc"] == pytest.approx(1.0)
+    c = rep.counts(rows)
+    assert c["main"] == 24 and c["reduced"] and c["expected_main"] == 2625
