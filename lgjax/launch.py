@@ -107,9 +107,9 @@ def wait_all(procs: list[subprocess.Popen], logs: list[Path | None]) -> None:
         time.sleep(POLL_SECONDS)
 
 
-def start(cfg: Config, port: int, logs: list[Path | None]) -> list[subprocess.Popen]:
+def start(cfg: Config, port: int, logs: list[Path | None], procs: list) -> None:
+    """Start every process into `procs` (filled as they start, so all can be stopped)."""
     argv = [sys.executable, "-m", "lgjax.cli", *cfg.command]
-    procs = []
     for i, log in enumerate(logs):
         if log is None:  # process 0 shares our stdout/stderr
             procs.append(subprocess.Popen(argv, env=process_env(cfg, i, port)))
@@ -117,7 +117,6 @@ def start(cfg: Config, port: int, logs: list[Path | None]) -> list[subprocess.Po
         with log.open("w") as out:
             procs.append(subprocess.Popen(argv, env=process_env(cfg, i, port), stdout=out,
                                           stderr=subprocess.STDOUT))
-    return procs
 
 
 def main(cfg: Config) -> int:
@@ -128,7 +127,7 @@ def main(cfg: Config) -> int:
     logs = [None] + [log_dir / f"process-{i}.log" for i in range(1, cfg.processes)]
     procs = []
     try:
-        procs = start(cfg, port, logs)
+        start(cfg, port, logs, procs)
         print(f"lgjax launch: {cfg.processes} processes x {cfg.devices_per_process} devices, "
               f"coordinator 127.0.0.1:{port}, pids {' '.join(str(p.pid) for p in procs)}, "
               f"logs of processes 1.. in {log_dir}", file=sys.stderr, flush=True)
@@ -136,6 +135,10 @@ def main(cfg: Config) -> int:
     except JobFailed as err:
         print(f"lgjax launch: {err}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        stop(procs)
+        print("lgjax launch: interrupted; stopped every process", file=sys.stderr)
+        return 130
     finally:
         stop(procs)
     shutil.rmtree(log_dir, ignore_errors=True)  # kept only when the job failed
