@@ -62,6 +62,9 @@ class Grid:
 
 def check(grid: Grid, eval_lengths: tuple[int, ...] = ()) -> None:
     """Every cell's config is valid and all cells share parameter shapes."""
+    if jax.process_count() > 1:  # each process would train and save every cell by itself
+        raise ConfigError("lgjax launch: the grid runner trains in one process; run it without "
+                          "launch (or one program per host with its own --ckpt-root)")
     if not grid.tasks:
         raise ConfigError("tasks: a grid needs at least one task")
     for t in range(len(grid.tasks)):
