@@ -67,3 +67,18 @@ def test_transformer_experiment_end_to_end(tmp_path, capsys):
     assert res["ape"]["accuracy_beyond"][0][0] is None  # L=8: no row beyond the range
     assert (tmp_path / "out" / "transformer.png").stat().st_size > 0
     assert "shift head" in capsys.readouterr().out
+
+
+def test_evaluate_reports_attention_per_layer_and_head():
+    """The transformer's attention [B, layers, H, L, L]: metrics for every (layer, head)."""
+    from lgjax import evaluate
+
+    cfg = tiny_transformer("rope")
+    states = train.init_states(cfg)
+    ev = evaluate.evaluate(states.params, cfg, (8, 10), 16)
+    layers, heads = cfg.model.layers, cfg.model.heads
+    S = len(cfg.train.seeds)
+    assert ev.mean_attention.shape == (S, 2, layers * heads, 10)
+    assert ev.selected_offset.shape == ev.peak_height.shape == (S, 2, layers * heads)
+    # each (layer, head) row is a distribution over the L keys of the last query row
+    np.testing.assert_allclose(ev.mean_attention[:, 0, :, :8].sum(-1), 1.0, atol=1e-5)
