@@ -184,8 +184,10 @@ def table(result: dict) -> str:
                 train = next(iter(row.values()))["train_acc"]
                 lines.append(f"  {enc:11s}{task:10s}{lg}{al}  {train:5.3f}")
     if result["stats"]:
-        lines.append("\ntier   learnable cells  Spearman rho [95% CI]     "
-                     "precision P[LG>=0.7|a>=0.5] [CI] (screened/rows)  screen AUC [CI]")
+        th = result["thresholds"]
+        lines.append(f"\ntier   learnable cells  Spearman rho [95% CI]     precision "
+                     f"P[LG>={th['lg_min']:g}|a>={th['alpha_min']:g}] [CI] (screened/rows)  "
+                     "screen AUC [CI]")
         for tier, s in result["stats"].items():
             lines.append(f"{tier:6s} {s['learnable_cells']:>3d}/{s['cells']:<3d}          "
                          f"{fmt_ci(s['rho'], s['rho_ci'])}  "
