@@ -1,11 +1,8 @@
 """linear: the same head with raw logits as attention weights (no exp, no normalisation).
 
-Spec: implicit-bias.md, experiment `linear`. RoPE, K = 2, 5 seeds, 4000 steps, batch 256,
-trained on the same data as the softmax head (same seeds, same batches).
-Command: lgjax linear           (~1 min here)
-Expect: linear fits in range, near chance at 48, low carrier fraction.
-
-Runnable entry: python experiments/linear.py [flags]  (the same as `lgjax linear`)
+Runnable entry, the same as `lgjax linear`: python experiments/linear.py [flags].
+Its published-scale command, runtime here and what it should show are in the docstring of
+lgjax/experiments/linear.py; `lgjax linear --help` lists every flag.
 """
 
 import sys

@@ -1,14 +1,8 @@
 """maxmargin: does training converge in direction to the attention-SVM selector?
 
-Spec: implicit-bias.md (the max-margin view) and the controls issue. For a fixed sample of
-training sequences (K = 2, lengths [8, 16]) the hard-margin selector W_mm is solved in the dual
-(FISTA, lgjax.maxmargin) in the feature space the head sees at that checkpoint: APE z = E[s] + p_t
-(W = wq wk^T), RoPE the lifted (A_i, B_i) with the trained embedding E[s] as x. Reported per
-analysed checkpoint: cos(trained, W_mm), the solver's min margin, duality gap and KKT residual.
-Then runs with weight decay on wq and wk (lambda decreasing towards 0): final cos(trained, W_mm).
-Command: lgjax maxmargin        (~15 min here: each dual solve is a few seconds per seed)
-
-Runnable entry: python experiments/maxmargin.py [flags]  (the same as `lgjax maxmargin`)
+Runnable entry, the same as `lgjax maxmargin`: python experiments/maxmargin.py [flags].
+Its published-scale command, runtime here and what it should show are in the docstring of
+lgjax/experiments/maxmargin.py; `lgjax maxmargin --help` lists every flag.
 """
 
 import sys

@@ -157,14 +157,7 @@ def make_grid_runner(grid: Grid, layout: str = "serial",
         task, n_steps = rest
         step = train.make_seed_step(cfg, sample=lambda st: jax.lax.switch(
             task, samplers, stream(st.key, DATA, st.step)))
-
-        def body(_, carry):
-            state, total = carry
-            state, loss = step(state)
-            return state, total + loss
-
-        state, total = jax.lax.fori_loop(0, n_steps, body, (state, jnp.float32(0.0)))
-        return state, total / jnp.maximum(n_steps, 1)
+        return train.run_steps(step, state, n_steps)
 
     return jax.jit(wrap(LAYOUTS[layout](run_one, grid)))
 

@@ -111,6 +111,17 @@ def seed_blocks(fn: Callable, n_seeds: int, block: int | None = None) -> Callabl
     return blocked
 
 
+def run_steps(step: Callable, state: TrainState, n_steps):
+    """`n_steps` (traced) applications of step inside one loop: (state, mean loss)."""
+    def body(_, carry):
+        state, total = carry
+        state, loss = step(state)
+        return state, total + loss
+
+    state, total = jax.lax.fori_loop(0, n_steps, body, (state, jnp.float32(0.0)))
+    return state, total / jnp.maximum(n_steps, 1)
+
+
 def make_chunk_runner(cfg: RunConfig, path: str | None = None, strategy: str | None = None,
                       wrap: Callable = lambda f: f, devices: int | None = None):
     """jit(states_S, n_steps) -> (states_S, mean loss per seed over the chunk).
@@ -122,13 +133,7 @@ def make_chunk_runner(cfg: RunConfig, path: str | None = None, strategy: str | N
     step = make_seed_step(cfg, path)
 
     def run_one(state, n_steps):
-        def body(_, carry):
-            state, total = carry
-            state, loss = step(state)
-            return state, total + loss
-
-        state, total = jax.lax.fori_loop(0, n_steps, body, (state, jnp.float32(0.0)))
-        return state, total / jnp.maximum(n_steps, 1)
+        return run_steps(step, state, n_steps)
 
     strategy = strategy or resolve_strategy(cfg)
 
