@@ -149,11 +149,16 @@ def winner(values: dict) -> str | None:
 
 # ---- the matrix from a result --------------------------------------------------------------
 
+def ordered(result: dict, task: str) -> list[tuple[str, dict]]:
+    """(scheme, cell) of a task in the result's scheme order."""
+    row = result["cells"].get(task, {})
+    return [(s, row[s]) for s in result["schemes"] if s in row]
+
+
 def column(result: dict, task: str, name: str) -> dict:
     """{scheme: per-seed values} of one column of one task (schemes that have it)."""
-    row = result["cells"].get(task, {})
     get = COLUMNS[name][1]
-    out = {s: get(c) for s, c in row.items()}
+    out = {s: get(c) for s, c in ordered(result, task)}
     return {s: np.asarray(v, float) for s, v in out.items() if v is not None}
 
 

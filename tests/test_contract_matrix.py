@@ -146,7 +146,8 @@ def synthetic_cell(in_range=1.0, extend=0.5, shift=0.5, far=None, nonlocal_=0.1,
 
 
 def synthetic_result(cells):
-    return {"cells": cells, "learnable": 0.9, "schemes": list(contract_train.SCHEMES)}
+    schemes = list(dict.fromkeys(s for row in cells.values() for s in row))
+    return {"cells": cells, "learnable": 0.9, "schemes": schemes}
 
 
 def test_verdicts_confirmed_contradicted_no_effect_not_learnable():
@@ -214,3 +215,16 @@ def test_one_cell_trains_measures_and_reports_through_the_cli(tmp_path, capsys):
     assert "PARTIAL" in (ck / "report" / "report.md").read_text()
     assert (ck / "report" / "contract-confusion.png").stat().st_size > 0
     assert main(["contract-report", str(tmp_path / "nothing")]) == 2
+
+
+def test_runs_one_cell_per_task_and_scheme_differing_only_in_the_encoding():
+    runs = contract_train.runs(contract_train.Config())
+    assert len(runs) == 24 and "contract/ordered_update/alibi" in runs
+    for name, rc in runs.items():
+        _, task, scheme = name.split("/")
+        assert rc.task.name == task and rc.model.encoding == scheme
+        assert (rc.model.layers, rc.model.heads, rc.model.d, rc.train.lmin, rc.train.lmax,
+                rc.train.batch, rc.train.lr, rc.train.seeds) == (2, 4, 64, 8, 32, 64, 1e-3,
+                                                                 (0, 1, 2, 3, 4))
+    ape, alibi = runs["contract/offset_copy/ape"].model, runs["contract/offset_copy/alibi"].model
+    assert (ape.ape_oob, ape.ape_train_max, alibi.alibi_slopes) == ("clamp", 32, "geometric")

@@ -37,6 +37,7 @@ from lgjax.contract_verdicts import (  # noqa: E402
     judge,
     learnable_map,
     not_learnable,
+    ordered,
     t_interval,
     thesis_line,
     winners,
@@ -127,8 +128,8 @@ def failure_table(result: dict) -> str:
     edges = RANGES
     names = [f"{a}-{b - 1}" for a, b in zip(edges[:-1], edges[1:])]
     lines = ["| task | scheme | " + " | ".join(names) + " |", "|---" * (len(names) + 2) + "|"]
-    for task, row in result["cells"].items():
-        for s, c in row.items():
+    for task in result["cells"]:
+        for s, c in ordered(result, task):
             cells = ["" if v is None else f"{v:.2f}" for v in failure_ranges(c, edges)]
             lines.append(f"| {task} | {s} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -139,8 +140,8 @@ def attention_table(result: dict) -> str:
     ext = result["extend"]
     lines = ["| task | scheme | head hit rate (in range) | logit range in range | "
              + " | ".join(f"at {L}" for L in ext) + " |", "|---" * (len(ext) + 4) + "|"]
-    for task, row in result["cells"].items():
-        for s, c in row.items():
+    for task in result["cells"]:
+        for s, c in ordered(result, task):
             top = lambda r: f"{np.mean(np.max(r, axis=-1)):.1f}"
             cols = [top(c["extend"][str(L)]["logit_range"]) for L in ext]
             lines.append(f"| {task} | {s} | {np.mean(c['in_range']['hit_rate']):.2f} | "
@@ -150,8 +151,7 @@ def attention_table(result: dict) -> str:
 
 def params_table(result: dict) -> str:
     lines = ["| scheme | parameters | encoding | encoding (trained) |", "|---|---|---|---|"]
-    task = result["tasks"][0]
-    for s, c in result["cells"][task].items():
+    for s, c in ordered(result, result["tasks"][0]):
         p = c["params"]
         lines.append(f"| {s} | {p['total']} | {p['encoding']} | {p['encoding_trained']} |")
     return "\n".join(lines)
