@@ -81,22 +81,21 @@ def by_length(experiment, lengths_path, values_path, guard=None):
     return measure
 
 
-def seeds(experiment, *path, guard=None):
-    """A scalar claim with one sample per seed (extra trailing axes, e.g. H = 1, flattened)."""
-    def measure(results):
-        if guard:
-            need(results, experiment, *guard)
-        return Measured({"": over_seeds(get(results, experiment, *path))})
-    return measure
+def _one_value(reduce):
+    """A claim measured by reducing one array of an experiment's results."""
+    def claim(experiment, *path, guard=None):
+        def measure(results):
+            if guard:
+                need(results, experiment, *guard)
+            return Measured({"": reduce(get(results, experiment, *path))})
+        return measure
+    return claim
 
 
-def cells(experiment, *path, guard=None):
-    """An exact claim over every cell of a discrete array (seed x length ...)."""
-    def measure(results):
-        if guard:
-            need(results, experiment, *guard)
-        return Measured({"": every_cell(get(results, experiment, *path))})
-    return measure
+# a scalar claim with one sample per seed (extra trailing axes, e.g. H = 1, flattened)
+seeds = _one_value(over_seeds)
+# an exact claim over every cell of a discrete array (seed x length ...)
+cells = _one_value(every_cell)
 
 
 # ---------------------------------------------------------------- multiseed, prop1, linear
