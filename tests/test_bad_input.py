@@ -21,7 +21,7 @@ CASES = [  # (argv, what the one line must name)
     (["multiseed", "--encodings", "nosuch"], "model.encoding"),
     (["transformer", "--lr=-1e-3"], "train.lr"),
     (["transformer", "--lr", "nan"], "train.lr"),
-    (["multiseed", "--out", "/etc/hostname"], "--out"),
+    (["multiseed", "--out", "a_file"], "--out"),  # a file where a folder is needed
     (["dynamics", "/nonexistent/run"], "/nonexistent/run"),
     (["multiseed", "--steps", "x"], "--steps"),
 ]
@@ -30,6 +30,7 @@ CASES = [  # (argv, what the one line must name)
 @pytest.mark.parametrize("argv, field", CASES, ids=[" ".join(c[0]) for c in CASES])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, argv, field):
     ck = tmp_path / "ck"
+    (tmp_path / "a_file").write_text("not a folder")
     extra = [] if argv[0] == "dynamics" else ["--ckpt-root", str(ck)]
     proc = subprocess.run([sys.executable, "-m", "lgjax.cli", *argv, *extra],
                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
