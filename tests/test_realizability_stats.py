@@ -1,3 +1,4 @@
+import json
 import math
 
 import numpy as np
@@ -7,6 +8,7 @@ from hypothesis import strategies as st
 
 from lgjax import stats
 from lgjax.experiments import realizability_report as rep
+from lgjax.experiments import realizability_sweeps as sweeps
 
 
 def test_ranks_share_ties():
@@ -94,3 +96,46 @@ def test_report_statistics_on_a_known_table():
     assert s["auc"] == pytest.approx(1.0)
     c = rep.counts(rows)
     assert c["main"] == 24 and c["reduced"] and c["expected_main"] == 2625
+
+
+def _train(programs, **config):
+    return {"experiment": "realizability-train", "reduced": True, "programs": programs,
+            "config": {"L0": 20, "rope_scale": 1.0, "d": 64, "vocab": 12, "run": {"seeds": 2},
+                       **config}}
+
+
+def _alpha(L0, lengths, rows):
+    return {"config": {"L0": L0, "num": 16, "base": 1e4}, "lengths": lengths, "rows": [
+        {"encoding": e, "task": k, "selection": "reference", "main": main, "num": 16,
+         "base": 1e4, "scale": scale, "alpha": [a] * len(lengths)}
+        for e, k, main, scale, a in rows]}
+
+
+def test_sensitivity_pairs_each_L0_with_its_own_alpha_at_3_L0(tmp_path):
+    main = _train([_program("1L1H", "rope", ["prev", "copy"], [0.9, 0.1], [1.0, 1.0])])
+    short = _train([_program("1L1H", "rope", ["prev", "copy"], [0.8, 0.2], [1.0, 1.0])], L0=10)
+    (tmp_path / "short.json").write_text(json.dumps(short))
+    (tmp_path / "alpha10.json").write_text(json.dumps(_alpha(10, [30], [
+        ("rope", "prev", True, 1.0, 0.7), ("rope", "copy", True, 1.0, 0.3)])))
+    alpha20 = _alpha(20, [30, 60], [("rope", "prev", True, 1.0, 1.0),
+                                    ("rope", "copy", True, 1.0, 0.0)])
+    cfg = rep.Config(resamples=50, sensitivity=(str(tmp_path / "short.json"),),
+                     sensitivity_alpha=(str(tmp_path / "alpha10.json"),))
+    out = sweeps.sensitivity(main, alpha20, cfg.sensitivity, cfg.sensitivity_alpha, cfg)
+    assert list(out) == [10, 20] and out[10]["L"] == 30 and out[20]["L"] == 60
+    got = {(k, c["task"]): (c["lg"], c["alpha"]) for k in out for c in out[k]["cells"]}
+    assert got == {(10, "prev"): (0.8, 0.7), (10, "copy"): (0.2, 0.3),
+                   (20, "prev"): (0.9, 1.0), (20, "copy"): (0.1, 0.0)}
+    text = "\n".join(sweeps.tables({"sensitivity": out}))
+    assert "L0=10 @30" in text and "0.800 / 0.70" in text
+
+
+def test_rope_scale_rows_take_the_sweep_alpha_of_their_scale(tmp_path):
+    prog = lambda lg: _program("1L1H", "rope", ["skip-3"], [lg], [1.0])  # noqa: E731
+    main = _train([prog(0.95)])
+    (tmp_path / "s.json").write_text(json.dumps(_train([prog(0.4)], rope_scale=0.03)))
+    alpha = _alpha(20, [30, 60], [("rope", "skip-3", True, 1.0, 1.0),
+                                  ("rope", "skip-3", False, 0.03, 0.0)])
+    rows = sweeps.rope_scale(main, alpha, (str(tmp_path / "s.json"),))
+    assert [(r["scale"], r["L"], r["lg"], r["alpha"]) for r in rows] == [
+        (1.0, 30, 0.95, 1.0), (1.0, 60, 0.95, 1.0), (0.03, 30, 0.4, 0.0), (0.03, 60, 0.4, 0.0)]

@@ -26,6 +26,7 @@ import numpy as np
 
 from lgjax import stats
 from lgjax.config import ConfigError
+from lgjax.experiments import realizability_sweeps  # imports this module back, used at call time
 
 CORE_TASKS = ("prev", "skip-2", "skip-3", "skip-5", "copy", "reverse", "first")  # main grid
 EXPECTED_MAIN = 5 * 7 * 5 * 5  # PE x core tasks x lengths x seeds, per tier (x 3 tiers = 2625)
@@ -44,6 +45,10 @@ class Config:
     lg_min: float = 0.7  # length generalization: LG@L >= this
     resamples: int = 10_000  # bootstrap resamples (percentile intervals)
     heatmap_length: int = 60  # the test length of the heatmaps
+    sensitivity: tuple[str, ...] = ()  # realizability-train results at other L0 (1L1H, L = 3 L0)
+    sensitivity_alpha: tuple[str, ...] = ()  # realizability-alpha results at those L0
+    rope_scale: tuple[str, ...] = ()  # realizability-train results of RoPE skip-3 at other scales
+    scale_check: str = ""  # realizability-train results of the d = 128, 64-token grid
 
 
 def alpha_table(result: dict, selection: str = "reference") -> dict:
@@ -137,17 +142,18 @@ def counts(rows: list[dict]) -> dict:
 
 def report(cfg: Config) -> dict:
     train = load_train(cfg.results)
-    alpha = None
+    alpha_raw = alpha = None
     if cfg.alpha:
         path = Path(cfg.alpha)
         if not path.is_file():
             raise ConfigError(f"--alpha: {path} does not exist; run the alpha study first or "
                               "leave --alpha empty for the LG side only")
-        alpha = alpha_table(json.loads(path.read_text()), cfg.selection)
+        alpha_raw = json.loads(path.read_text())
+        alpha = alpha_table(alpha_raw, cfg.selection)
     rows = measurements(train, alpha)
     tiers = list(dict.fromkeys(r["tier"] for r in rows))
     by_tier = {t: [r for r in rows if r["tier"] == t] for t in tiers}
-    return {"experiment": "realizability-report", "results": cfg.results,
+    result = {"experiment": "realizability-report", "results": cfg.results,
             "alpha_source": cfg.alpha, "selection": cfg.selection,
             "alpha": alpha is not None, "tiers": tiers, "rows": rows,
             "cells": seed_means(rows), "counts": counts(rows),
@@ -157,6 +163,8 @@ def report(cfg: Config) -> dict:
                               for p in train["programs"]},
             "thresholds": {"learnable": cfg.learnable, "alpha_min": cfg.alpha_min,
                            "lg_min": cfg.lg_min, "resamples": cfg.resamples}}
+    realizability_sweeps.add(result, cfg, train, alpha_raw, alpha)
+    return result
 
 
 def fmt_ci(x: float, ci) -> str:
@@ -198,6 +206,7 @@ def table(result: dict) -> str:
         f"{t}: {v['main']} main + {v['extra']} beside" for t, v in c["per_tier"].items())
         + f"; main grid {c['main']}/{c['expected_main']} expected"
         + (" (REDUCED)" if c["reduced"] or result["train_reduced"] else ""))
+    lines += realizability_sweeps.tables(result)
     return "\n".join(lines).lstrip("\n")
 
 
