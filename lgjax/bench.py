@@ -84,7 +84,11 @@ def breakdown(encoding: str, reps: int = 300) -> dict:
         return 1e3 * best
 
     return {"dispatch (empty jit call)": per_call(noop, key),
-            "sample batch": per_call(sample, key), "loss forward": per_call(loss, params, batch),
+            "sample batch": per_call(sample, key),
+            # the same draw under JAX's other PRNG implementations (issue: a cheaper step?)
+            **{f"sample batch ({impl})": per_call(sample, jax.random.key(1, impl=impl))
+               for impl in ("rbg", "unsafe_rbg")},
+            "loss forward": per_call(loss, params, batch),
             "loss gradient": per_call(grad, params, batch),
             "Adam update": per_call(update, grads, opt_state, params)}
 
