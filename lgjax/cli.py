@@ -27,7 +27,7 @@ COMMANDS = {  # name: (module, one-line help)
     "transformer": ("lgjax.experiments.transformer", "2-layer decoder on the shift task"),
     "dynamics": ("lgjax.dynamics", "metrics over training, read from a run's checkpoints"),
     "bench": ("lgjax.bench", "speed of the multi-seed step vs the alternatives"),
-    "contract-lab": ("lgjax.experiments.contract_lab", "positional contracts of six schemes"),
+    "contract-lab": ("lgjax.experiments.contract_lab", "positional contracts of every encoding"),
     "realizability-alpha": ("lgjax.experiments.realizability_alpha",
                             "training-free score alpha_L for every encoding x task"),
     "realizability-train": ("lgjax.experiments.realizability_train", "the realizability grid"),

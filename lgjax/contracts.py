@@ -5,8 +5,8 @@ positions j (integer arrays that broadcast), NaN where it is undefined (a positi
 table). The lab is not causal: the key may come after the query. Everything is float64 numpy, so
 the tolerances below separate float rounding (~1e-15) from a real break.
 
-Metrics (`profile` runs them on any score, so a registered encoding's kernel or a trained
-checkpoint gets the same profile as the stand-ins):
+Metrics (`profile` runs them on any score; `kernel_score` makes one of a registered encoding's
+positional-only kernel, at init or with a trained checkpoint's parameters):
   shift error       |score(2, 7) - score(2 + shift, 7 + shift)|, NaN where undefined;
   out-of-table      fraction of score(0, d), d = 1..test-1, that is undefined;
   collisions        pairs of defined distances whose scores differ by < COLLIDE;
@@ -17,9 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
-from lgjax.config import require
+from lgjax.config import ModelConfig, require
 
 Q = np.array([0.8, -0.3, 0.5, 0.1, -0.4, 0.7, 0.2, -0.6])
 K = np.array([-0.2, 0.9, 0.4, -0.5, 0.3, 0.1, -0.8, 0.6])
@@ -160,3 +162,36 @@ def lab(train: int = 32, test: int = 96, shift: int = 17) -> dict[str, dict]:
     """The contract profile of every stand-in scheme."""
     check(train, test, shift)
     return {name: profile(make(train), test, shift) for name, make in SCHEMES.items()}
+
+
+# ---- registered encodings: a positional-only kernel as a score ------------------------------
+
+def kernel_score(kernel, params, model: ModelConfig, horizon: int | None, head: int = 0) -> Score:
+    """One head of an encoding's kernel(params, q_pos, k_pos, model) as a lab score, in float64.
+
+    Every lgjax model is causal, so a kernel is only ever read with the key at or before the
+    query (the bias kernels are defined for dist = q - k >= 0 only). The lab reads it at the causal
+    mirror of each pair, score(i, j) = kernel(q = max(i, j), k = min(i, j)): the bias at |i - j|
+    for bias kinds, nothing changes for rotary (g is even), (W_Q p_max) . (W_K p_min) for additive
+    ones. Positions at or past `horizon` (rows never trained) are undefined. The spec's content
+    term Q . K would only add a constant, which changes none of the four metrics: left out.
+    """
+
+    def score(i, j):
+        i, j = np.broadcast_arrays(np.asarray(i), np.asarray(j))
+        q, k = np.maximum(i, j), np.minimum(i, j)
+        with jax.enable_x64(True):
+            p64 = jax.tree.map(lambda x: jnp.asarray(x, jnp.float64)
+                               if jnp.issubdtype(x.dtype, jnp.floating) else x, params)
+            s = np.asarray(kernel(p64, jnp.asarray(q), jnp.asarray(k), model), np.float64)
+        s = s[..., head]
+        return s if horizon is None else np.where(q < horizon, s, np.nan)
+
+    return score
+
+
+def kernel_profiles(kernel, params, model: ModelConfig, horizon: int | None, test: int = 96,
+                    shift: int = 17) -> list[dict]:
+    """The profile of every head of a kernel (model.heads of them)."""
+    return [profile(kernel_score(kernel, params, model, horizon, h), test, shift)
+            for h in range(model.heads)]

@@ -8,9 +8,17 @@ transformer and the analyzer call all of them and never ask which ones an encodi
                                                   (default 0)
   kernel(params, q_pos, k_pos, cfg) -> [..., H]   the positional-only logit (content left out)
   validate(model_cfg, train_cfg, max_len)         raises ConfigError before any compile
+  horizon(model_cfg, train_cfg) -> int | None     first position whose kernel reads a parameter
+                                                  never trained (None: defined everywhere)
 `kind` says which behaviour carries the position ("additive", "rotary", "bias", "none"); only
 the exact fast head (lgjax.fast), which has one form per kind, reads it.
 Adding an encoding is one entry in ENCODINGS; the heads and the trainer never read its name.
+An encoding defined outside the package registers the same way, at import of its own module:
+  from lgjax.encodings import ENCODINGS, Encoding, bias_kernel
+  ENCODINGS["my_bias"] = Encoding("bias", bias_kernel(my_bias), init=my_init, bias=my_bias)
+and `lgjax contract-lab --encoding-module my_pkg.my_module` imports it and profiles its kernel
+(tests/example_encoding.py is one). The kernels follow jax's float width (`float_dtype`):
+float32 in training, float64 under `jax.enable_x64(True)`, where the contract lab reads them.
 """
 
 from __future__ import annotations
@@ -51,6 +59,14 @@ class Encoding:
     validate: Callable[[ModelConfig, TrainConfig, int], None] = lambda m, t, n: None
     # True when the embedding does not depend on the sequence length (the fast head needs it)
     length_free: Callable[[ModelConfig], bool] = lambda cfg: True
+    # first position whose kernel reads a parameter never trained (None: defined everywhere)
+    horizon: Callable[[ModelConfig, TrainConfig], int | None] = lambda m, t: None
+
+
+def float_dtype():
+    """float64 under jax x64 (the contract lab reads kernels there), float32 otherwise (training:
+    the values are exactly those of the float32 code)."""
+    return jax.dtypes.canonicalize_dtype(np.float64)
 
 
 def d_head(cfg: ModelConfig) -> int:
@@ -63,15 +79,20 @@ def logit_scale(cfg: ModelConfig) -> float:
 
 # ---- rotary -------------------------------------------------------------------------------
 
-def rope_freqs(cfg: ModelConfig) -> np.ndarray:
-    """theta_i * scale, a constant of the config (numpy, so it folds into the program)."""
+def rope_freqs64(cfg: ModelConfig) -> np.ndarray:
+    """theta_i * scale in float64, a constant of the config (numpy, so it folds into the
+    program)."""
     i = np.arange(d_head(cfg) // 2)
-    return (cfg.rope_scale * cfg.rope_base ** (-2.0 * i / d_head(cfg))).astype(np.float32)
+    return cfg.rope_scale * cfg.rope_base ** (-2.0 * i / d_head(cfg))
+
+
+def rope_freqs(cfg: ModelConfig) -> np.ndarray:
+    return rope_freqs64(cfg).astype(np.float32)
 
 
 def rotate(x_LxHxD, pos_L, freqs_F):
     """Rotate consecutive pairs (x[2i], x[2i+1]) by pos * freqs[i]."""
-    ang_LxF = pos_L[:, None].astype(jnp.float32) * freqs_F[None, :]
+    ang_LxF = pos_L[:, None].astype(float_dtype()) * freqs_F[None, :]
     cos, sin = jnp.cos(ang_LxF)[:, None, :], jnp.sin(ang_LxF)[:, None, :]
     x1, x2 = x_LxHxD[..., 0::2], x_LxHxD[..., 1::2]
     out = jnp.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
@@ -79,13 +100,13 @@ def rotate(x_LxHxD, pos_L, freqs_F):
 
 
 def rope_rotate(x_LxHxD, pos_L, cfg: ModelConfig):
-    return rotate(x_LxHxD, pos_L, rope_freqs(cfg))
+    return rotate(x_LxHxD, pos_L, jnp.asarray(rope_freqs64(cfg), float_dtype()))
 
 
 def rope_kernel(params, q_pos, k_pos, cfg):
     """g(delta) = sum_i cos(delta theta_i), the content-free rotary kernel, per head."""
-    delta = (jnp.asarray(k_pos) - jnp.asarray(q_pos)).astype(jnp.float32)
-    g = jnp.cos(delta[..., None] * rope_freqs(cfg)).sum(-1)
+    delta = (jnp.asarray(k_pos) - jnp.asarray(q_pos)).astype(float_dtype())
+    g = jnp.cos(delta[..., None] * jnp.asarray(rope_freqs64(cfg), float_dtype())).sum(-1)
     return jnp.repeat(g[..., None], cfg.heads, axis=-1)
 
 
@@ -104,8 +125,8 @@ def ape_init(key, cfg: ModelConfig) -> Params:
 def ape_positions(pos, length, cfg: ModelConfig):
     """Effective (possibly fractional) table index of each position under cfg.ape_oob."""
     last = cfg.ape_train_max - 1
-    stretch = jnp.maximum(length - 1, 1).astype(jnp.float32)
-    fractional = pos.astype(jnp.float32) * jnp.minimum(1.0, last / stretch)
+    stretch = jnp.maximum(length - 1, 1).astype(float_dtype())
+    fractional = pos.astype(float_dtype()) * jnp.minimum(1.0, last / stretch)
     return {
         "error": pos,  # validation keeps every position inside the trained range
         "untrained": pos,  # read rows past the trained range as they are (never trained)
@@ -122,6 +143,12 @@ def ape_table(params, pos, length, cfg: ModelConfig):
     frac = (idx - lo)[:, None]
     hi = jnp.minimum(lo + 1, table.shape[0] - 1)
     return table[lo] * (1 - frac) + table[hi] * frac
+
+
+def ape_horizon(m: ModelConfig, t: TrainConfig) -> int | None:
+    """error/untrained read rows from train.lmax on, which never received gradient; clamp maps
+    every position onto trained rows; interp/rescale map positions past the table beyond it."""
+    return {"error": t.lmax, "untrained": t.lmax, "clamp": None}.get(m.ape_oob, m.ape_size)
 
 
 def _validate_ape(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
@@ -145,8 +172,8 @@ def _validate_ape(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
 
 
 def sinusoidal_table(params, pos, length, cfg: ModelConfig):
-    i = jnp.arange(cfg.d // 2, dtype=jnp.float32)
-    ang = pos[:, None].astype(jnp.float32) * cfg.sin_base ** (-2.0 * i / cfg.d)
+    i = jnp.arange(cfg.d // 2, dtype=float_dtype())
+    ang = pos[:, None].astype(float_dtype()) * cfg.sin_base ** (-2.0 * i / cfg.d)
     return jnp.stack([jnp.sin(ang), jnp.cos(ang)], axis=-1).reshape(pos.shape[0], -1)
 
 
@@ -173,14 +200,15 @@ def additive_kernel(table_fn):
 # ---- logit biases -------------------------------------------------------------------------
 
 def alibi_slopes(cfg: ModelConfig) -> np.ndarray:
-    """Per-head slopes: one fixed slope, or the geometric 2^(-8h/H), h = 1..H, of ALiBi."""
+    """Per-head slopes (float64): one fixed slope, or the geometric 2^(-8h/H), h = 1..H."""
     if cfg.alibi_slopes == "geometric":
-        return (2.0 ** (-8.0 * np.arange(1, cfg.heads + 1) / cfg.heads)).astype(np.float32)
-    return np.full(cfg.heads, cfg.alibi_slope, np.float32)
+        return 2.0 ** (-8.0 * np.arange(1, cfg.heads + 1) / cfg.heads)
+    return np.full(cfg.heads, cfg.alibi_slope, np.float64)
 
 
 def alibi_bias(params, dist, cfg):
-    return -alibi_slopes(cfg) * jnp.asarray(dist, jnp.float32)[..., None]
+    slopes = jnp.asarray(alibi_slopes(cfg), float_dtype())
+    return -slopes * jnp.asarray(dist, float_dtype())[..., None]
 
 
 def _validate_alibi(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
@@ -243,7 +271,7 @@ def _validate_positive(field_name, get):
 
 ENCODINGS: dict[str, Encoding] = {
     "ape": Encoding("additive", additive_kernel(ape_table), init=ape_init, embed=ape_table,
-                    validate=_validate_ape,
+                    validate=_validate_ape, horizon=ape_horizon,
                     length_free=lambda c: c.ape_oob in ("error", "untrained", "clamp")),
     "sinusoidal": Encoding("additive", additive_kernel(sinusoidal_table),
                            embed=sinusoidal_table, validate=_validate_even_d),

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from lgjax import contracts as C
 from lgjax.config import ConfigError
+from lgjax.encodings import ENCODINGS
 from lgjax.experiments import contract_lab
 
 Q = [0.8, -0.3, 0.5, 0.1, -0.4, 0.7, 0.2, -0.6]
@@ -159,11 +160,15 @@ def test_driver_measure_table_figure(tmp_path):
     res = json.loads(json.dumps(res))  # JSON-able, and the table reads the round trip
     assert res["distances"] == list(range(1, 24))
     assert all(len(p["curve"]) == 23 for p in res["schemes"].values())
+    assert set(res["encodings"]) == set(ENCODINGS) and res["trained"] is None
+    assert all(len(e["heads"][0]["curve"]) == 23 for e in res["encodings"].values())
     lines = contract_lab.table(res).splitlines()
-    assert len(lines) == 2 + len(C.SCHEMES)
+    assert len(lines) == 1 + 3 * 2 + len(C.SCHEMES) + len(ENCODINGS)
     row = next(line for line in lines if line.startswith("learned")).split()
     p = res["schemes"]["learned"]
     assert row[1:] == [f"{p['shift_error']:.2e}", "no", f"{12 / 23:.3f}", "0/55",
                        str(p["monotonic_breaks"])]
+    row = next(line for line in lines if line.startswith("ape")).split()
+    assert row[3:5] == [f"{12 / 23:.3f}", "0/55"]  # rows from the train horizon on: undefined
     contract_lab.figure(res, tmp_path / "lab")
     assert (tmp_path / "lab.png").stat().st_size > 0 and (tmp_path / "lab.pdf").exists()

@@ -1,34 +1,51 @@
-"""contract-lab: which relations each stand-in positional scheme keeps and which it forgets.
+"""contract-lab: which relations each positional scheme keeps and which it forgets.
 
-Spec: contract.md, part 1 (no training). Six stand-in scores over the pinned content pair (Q, K),
-four metrics each (lgjax.contracts): shift error of the pair (2, 7), out-of-table fraction,
-collisions and monotonic breaks of score(0, d) over d = 1..test-1.
-Command: lgjax contract-lab            (well under a second)
+Spec: contract.md, part 1 (no training). Four metrics each (lgjax.contracts): shift error of the
+pair (2, 7), out-of-table fraction, collisions and monotonic breaks of score(0, d), d = 1..test-1,
+for three kinds of rows:
+  stand-ins    the six pinned scores over the content pair (Q, K);
+  registered   every encoding in lgjax.encodings.ENCODINGS (with those of --encoding-module),
+               through its positional-only kernel at init (seed 0) of the one-layer head at
+               ModelConfig's defaults (`lab_run_config`), in float64, per head;
+  trained      with --run-dir: the same kernel with the final parameters of each seed of a run.
+A kernel is read at the causal mirror (q = max(i, j), k = min(i, j)), see contracts.kernel_score.
+Command: lgjax contract-lab [--encoding-module my_pkg.my_module] [--run-dir RUN]   (a few s)
 Expect: relative, RoPE (to float rounding), ALiBi and NoPE shift-invariant, sinusoidal and learned
 not; learned undefined past its table ((test-train)/(test-1) of the distances); NoPE collides on
-every pair, the clipped relative bias on every pair past the clip; ALiBi collides on none.
+every pair, the clipped relative bias on every pair past the clip; ALiBi collides on none. Among
+the registered: ape undefined past the train horizon like the stand-in; t5 and relclip start as
+zero tables, so at init they collide everywhere like nope; rope's kernel is exactly shift-invariant.
 """
 
 from __future__ import annotations
 
+import importlib
+import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import jax
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from lgjax import contracts, plots  # noqa: E402
+from lgjax import checkpoints, contracts, keys, models, plots  # noqa: E402
+from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig  # noqa: E402
+from lgjax.encodings import ENCODINGS  # noqa: E402
+
+SEED = 0  # registered encodings are profiled at the init of this seed (what its run starts from)
 
 
 @dataclass(frozen=True)
 class Config:
-    train: int = 32  # train horizon: rows of the learned stand-in table (positions 0..train-1)
+    train: int = 32  # train horizon: rows of the learned table (positions 0..train-1)
     test: int = 96  # distances d = 1..test-1 are scored from query position 0
     shift: int = 17  # common shift applied to the pair (2, 7) for the shift error
+    encoding_module: tuple[str, ...] = ()  # modules to import first; each registers encodings
+    run_dir: str = ""  # a run directory: profile its final parameters, per seed and head
     out: str = "results/contract-lab"  # results.json and the figure
 
 
@@ -36,14 +53,118 @@ def runs(cfg: Config) -> dict:
     return {}
 
 
-def measure(cfg: Config, trained: dict | None = None) -> dict:
+def lab_run_config(name: str, cfg: Config) -> RunConfig:
+    """The fixed config a registered encoding is profiled at: the one-layer head with ModelConfig's
+    defaults (d 64, 1 head, RoPE base 1e4, ALiBi slope 1, T5 32 buckets to 128, clip 16, sinusoid
+    base 1e4); APE has a row per tested position, and rows from the train horizon on count as
+    never trained (TrainConfig.lmax = train), so they are undefined, as in the stand-in."""
+    model = ModelConfig(encoding=name, ape_size=max(ModelConfig.ape_size, cfg.test),
+                        ape_oob="untrained")
+    return RunConfig(TaskConfig(), model, TrainConfig(lmin=1, lmax=cfg.train, seeds=(SEED,)))
+
+
+def import_encoding_module(name: str) -> list[str]:
+    """Import a user's module (it registers into ENCODINGS); the names it added."""
+    if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", name):
+        raise ConfigError(f"--encoding-module: {name!r} is not a module name; give a dotted "
+                          "import path such as my_pkg.my_module")
+    before = set(ENCODINGS)
+    try:
+        importlib.import_module(name)
+    except ImportError as err:
+        raise ConfigError(f"--encoding-module: cannot import {name!r} ({err}); put its folder on "
+                          "PYTHONPATH or install its package") from err
+    return sorted(set(ENCODINGS) - before)
+
+
+def check_run(path: str) -> RunConfig:
+    """Everything about --run-dir that can be known without reading arrays."""
+    rc = checkpoints.read_config(path)  # CheckpointError: not a run directory, corrupt config
+    enc = rc.model.encoding
+    if enc not in ENCODINGS:
+        raise ConfigError(f"--run-dir: {path} trained encoding {enc!r}, which is not registered; "
+                          "pass --encoding-module with the module that registers it")
+    if rc.model.arch != "head" and ENCODINGS[enc].kind == "additive":
+        raise ConfigError(f"--run-dir: {path} is a {rc.model.arch} with an additive encoding, "
+                          "whose positional logit passes LayerNorm: it has no positional-only "
+                          "kernel; profile a one-layer head run (arch head)")
+    if not checkpoints.step_folders(Path(path)):
+        raise checkpoints.CheckpointError(f"{path} holds no checkpoint; train the run first")
+    return rc
+
+
+def check(cfg: Config) -> None:
+    contracts.check(cfg.train, cfg.test, cfg.shift)
+    for name in cfg.encoding_module:
+        import_encoding_module(name)
+    for name, enc in ENCODINGS.items():
+        rc = lab_run_config(name, cfg)
+        enc.validate(rc.model, rc.train, cfg.test)
+    if cfg.run_dir:
+        check_run(cfg.run_dir)
+
+
+def registered(cfg: Config) -> dict:
+    """The kernel profile (per head) of every registered encoding at the lab's config."""
+    out = {}
+    for name, enc in ENCODINGS.items():
+        rc = lab_run_config(name, cfg)
+        params = models.init_params(keys.stream(keys.seed_key(SEED), keys.INIT), rc)
+        horizon = enc.horizon(rc.model, rc.train)
+        out[name] = {"kind": enc.kind, "horizon": horizon, "heads": contracts.kernel_profiles(
+            enc.kernel, params, rc.model, horizon, cfg.test, cfg.shift)}
+    return out
+
+
+def trained(path: str, cfg: Config) -> dict:
+    """The kernel with each seed's parameters at the run's newest step (restored verified)."""
+    rc, run = checkpoints.open_run(path)
+    with run:
+        step = run.latest()
+        params_S = run.restore_verified(step).params
+    enc = ENCODINGS[rc.model.encoding]
+    horizon = enc.horizon(rc.model, rc.train)
+    profiles = []
+    for s in range(len(rc.train.seeds)):
+        params = jax.tree.map(lambda x, s=s: x[s], params_S)
+        params = params if rc.model.arch == "head" else params["encoding"]  # shared by layers
+        profiles.append(contracts.kernel_profiles(enc.kernel, params, rc.model, horizon,
+                                                  cfg.test, cfg.shift))
+    return {"run_dir": str(path), "step": step, "steps": rc.train.steps,
+            "encoding": rc.model.encoding, "arch": rc.model.arch, "horizon": horizon,
+            "seeds": list(rc.train.seeds), "profiles": profiles}
+
+
+def measure(cfg: Config, trained_runs: dict | None = None) -> dict:
     t0 = time.perf_counter()
-    schemes = contracts.lab(cfg.train, cfg.test, cfg.shift)
+    run = trained(cfg.run_dir, cfg) if cfg.run_dir else None  # first: a bad run stops here
     return {"experiment": "contract-lab", "config": asdict(cfg), "pair": list(contracts.PAIR),
             "distances": list(range(1, cfg.test)), "clip": contracts.CLIP,
             "tolerances": {"shift": contracts.SHIFT_TOL, "collide": contracts.COLLIDE,
                            "monotonic": contracts.MONO_TOL},
-            "schemes": schemes, "wall_seconds": time.perf_counter() - t0}
+            "schemes": contracts.lab(cfg.train, cfg.test, cfg.shift),
+            "encoding_config": asdict(lab_run_config("<name>", cfg)),
+            "encodings": registered(cfg), "trained": run,
+            "wall_seconds": time.perf_counter() - t0}
+
+
+# ---- table and figure ---------------------------------------------------------------------
+
+def rows(result: dict) -> list[tuple[str, list[tuple[str, dict]]]]:
+    """(section title, [(row name, profile)]) for the stand-ins, registered and trained rows."""
+    c, t = result["config"], result["trained"]
+    out = [(f"stand-in schemes; learned table {c['train']} rows",
+            list(result["schemes"].items()))]
+    reg = [(name if len(e["heads"]) == 1 else f"{name}/h{h}", p)
+           for name, e in result["encodings"].items() for h, p in enumerate(e["heads"])]
+    out.append((f"registered encodings: kernel at init (seed {SEED}) of the one-layer head, "
+                f"ModelConfig defaults, float64; table rows from {c['train']} on untrained", reg))
+    if t is not None:
+        named = [(f"seed{seed}" if len(ps) == 1 else f"seed{seed}/h{h}", p)
+                 for seed, ps in zip(t["seeds"], t["profiles"]) for h, p in enumerate(ps)]
+        out.append((f"trained: {t['run_dir']} ({t['encoding']}, {t['arch']}, step {t['step']} "
+                    f"of {t['steps']}): kernel with each seed's parameters", named))
+    return out
 
 
 def _shift_cell(p: dict) -> tuple[str, str]:
@@ -53,37 +174,63 @@ def _shift_cell(p: dict) -> tuple[str, str]:
 
 
 def table(result: dict) -> str:
-    c = result["config"]
-    i, j = result["pair"]
+    c, (i, j) = result["config"], result["pair"]
+    sections = rows(result)
+    w = max(11, *(len(name) + 2 for _, named in sections for name, _ in named))
     lines = [f"contract lab: pair ({i}, {j}) shifted by {c['shift']}; score(0, d) for "
-             f"d = 1..{c['test'] - 1}; learned table {c['train']} rows",
-             f"{'scheme':11s}{'shift error':>12s}{'invariant':>11s}{'out-of-table':>14s}"
-             f"{'collisions':>13s}{'mono breaks':>13s}"]
-    for name, p in result["schemes"].items():
-        err, inv = _shift_cell(p)
-        pairs = f"{p['collisions']}/{p['defined_pairs']}"
-        lines.append(f"{name:11s}{err:>12s}{inv:>11s}{p['out_of_table']:>14.3f}{pairs:>13s}"
-                     f"{p['monotonic_breaks']:>13d}")
+             f"d = 1..{c['test'] - 1}"]
+    for title, named in sections:
+        lines += ["", title, f"{'':{w}s}{'shift error':>12s}{'invariant':>11s}"
+                  f"{'out-of-table':>14s}{'collisions':>13s}{'mono breaks':>13s}"]
+        for name, p in named:
+            err, inv = _shift_cell(p)
+            pairs = f"{p['collisions']}/{p['defined_pairs']}"
+            lines.append(f"{name:{w}s}{err:>12s}{inv:>11s}{p['out_of_table']:>14.3f}"
+                         f"{pairs:>13s}{p['monotonic_breaks']:>13d}")
     return "\n".join(lines)
 
 
+def panels(result: dict) -> list[tuple[str, list[tuple[str, list]], tuple | None]]:
+    """(title, [(line label, curve)], (x, label) of a dashed marker or None) per panel."""
+    c, t = result["config"], result["trained"]
+    marks = {"learned": (c["train"], "train horizon"), "relative": (result["clip"], "clip")}
+    out = [(f"stand-in: {name}", [("", p["curve"])], marks.get(name))
+           for name, p in result["schemes"].items()]
+    for name, e in result["encodings"].items():
+        mark = None if e["horizon"] is None else (e["horizon"], "untrained from")
+        out.append((f"registered: {name}", [(f"h{h}", p["curve"])
+                                            for h, p in enumerate(e["heads"])], mark))
+    if t is not None:
+        mark = None if t["horizon"] is None else (t["horizon"], "untrained from")
+        out.append((f"trained {t['encoding']}, step {t['step']}", [
+            (f"seed{seed}/h{h}", p["curve"]) for seed, ps in zip(t["seeds"], t["profiles"])
+            for h, p in enumerate(ps)], mark))
+    return out
+
+
 def figure(result: dict, path: Path) -> None:
-    """Score against distance, one panel per scheme (gaps: undefined)."""
+    """Score against distance, one panel per stand-in, registered encoding and trained run."""
     d = np.asarray(result["distances"])
-    c = result["config"]
-    fig, axes = plt.subplots(2, 3, figsize=(12, 6), sharex=True)
-    for ax, (name, p) in zip(axes.flat, result["schemes"].items()):
-        curve = np.array([np.nan if s is None else s for s in p["curve"]])
-        ax.plot(d, curve, lw=1.2)
-        markers = {"learned": (c["train"], "train horizon"), "relative": (result["clip"], "clip")}
-        if name in markers:
-            ax.axvline(markers[name][0], color="0.5", ls="--", lw=1, label=markers[name][1])
-            ax.legend(loc="best", fontsize=8)
-        ax.set_title(name)
+    spec = panels(result)
+    ncols = 4
+    nrows = -(-len(spec) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4 * ncols, 2.8 * nrows), squeeze=False)
+    for k, (ax, (title, lines, mark)) in enumerate(zip(axes.flat, spec)):
+        for label, curve in lines:
+            ax.plot(d, [np.nan if s is None else s for s in curve], lw=1.2,
+                    label=label if len(lines) > 1 else None)
+        if mark is not None:
+            ax.axvline(mark[0], color="0.5", ls="--", lw=1, label=mark[1])
+        if mark is not None or len(lines) > 1:
+            ax.legend(loc="best", fontsize=7)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlim(0, d[-1] + 1)
         ax.grid(alpha=0.3)
-    for ax in axes[-1]:
-        ax.set_xlabel("distance d (key at d, query at 0)")
-    for ax in axes[:, 0]:
-        ax.set_ylabel("score(0, d)")
+        if k + ncols >= len(spec):  # the lowest panel of its column
+            ax.set_xlabel("distance d (key at d, query at 0)")
+        if k % ncols == 0:
+            ax.set_ylabel("score(0, d)")
+    for ax in axes.flat[len(spec):]:
+        ax.axis("off")
     fig.tight_layout()
     plots.save(fig, path)

@@ -1,0 +1,16 @@
+"""An encoding defined outside lgjax, registered at import (the call README's "Add an encoding"
+shows). With this folder on PYTHONPATH, `lgjax contract-lab --encoding-module example_encoding`
+imports it and prints its contract profile among the registered encodings."""
+
+import jax.numpy as jnp
+
+from lgjax.encodings import ENCODINGS, Encoding, bias_kernel, float_dtype
+
+
+def log_bias(params, dist, cfg):
+    """-log(1 + dist) on every head: a recency prior flatter than ALiBi's (dist = n - t >= 0)."""
+    penalty = -jnp.log1p(jnp.asarray(dist, float_dtype()))
+    return jnp.repeat(penalty[..., None], cfg.heads, axis=-1)
+
+
+ENCODINGS["log_bias"] = Encoding("bias", bias_kernel(log_bias), bias=log_bias)
