@@ -66,7 +66,7 @@ def gram_rotary(c: Constraints, freqs_F, L: int) -> jax.Array:
     sign = (1.0, -1.0)
     max_offset = 2 * L
     # offsets are integers in [-max_offset, max_offset]: tabulate g once, then index it
-    shifts = jnp.arange(-max_offset, max_offset + 1, dtype=jnp.float32)
+    shifts = jnp.arange(-max_offset, max_offset + 1, dtype=freqs_F.dtype)
     g_tab = jnp.cos(shifts[:, None] * freqs_F[None, :]).sum(-1)
     total = 0.0
     for p in range(2):
@@ -123,8 +123,8 @@ def _fista(G, valid_A, ones, iters: int):
         state, i = carry
         return jax.lax.fori_loop(0, CHECK_EVERY, fista_step, state), i + CHECK_EVERY
 
-    a0 = jnp.zeros(G.shape[0])
-    (alpha, _, _), steps = jax.lax.while_loop(cond, body, ((a0, a0, jnp.float32(1.0)), 0))
+    a0 = jnp.zeros(G.shape[0], G.dtype)
+    (alpha, _, _), steps = jax.lax.while_loop(cond, body, ((a0, a0, jnp.ones((), G.dtype)), 0))
     return alpha, steps, step
 
 
@@ -174,7 +174,7 @@ def selector_additive(c: Constraints, alpha_A) -> jax.Array:
 def selector_rotary(c: Constraints, alpha_A, freqs_F) -> jax.Array:
     """(A_i, B_i) per frequency: [2, F, D, D] (cos part, sin part)."""
     sign = jnp.array([1.0, -1.0])
-    ang_Ax2xF = c.delta_Ax2[..., None].astype(jnp.float32) * freqs_F
+    ang_Ax2xF = c.delta_Ax2[..., None].astype(freqs_F.dtype) * freqs_F
     out = []
     for trig in (jnp.cos, jnp.sin):
         w_Ax2xF = trig(ang_Ax2xF) * sign[None, :, None] * alpha_A[:, None, None]
