@@ -10,9 +10,9 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 
+from lgjax.errors import ConfigError, require
 
-class ConfigError(ValueError):
-    """An impossible or inconsistent configuration; the message names the field and the fix."""
+__all__ = ["ConfigError", "ModelConfig", "RunConfig", "TaskConfig", "TrainConfig", "require"]
 
 
 @dataclass(frozen=True)
@@ -86,8 +86,3 @@ class RunConfig:
     @staticmethod
     def from_json(text: str) -> RunConfig:
         return RunConfig.from_dict(json.loads(text))
-
-
-def require(cond: bool, field_name: str, message: str) -> None:
-    if not cond:
-        raise ConfigError(f"{field_name}: {message}")

@@ -19,6 +19,7 @@ import optax
 from lgjax import models, tasks
 from lgjax.config import RunConfig, TrainConfig
 from lgjax.devices import first_local, place, seed_mesh, shard_seeds, to_host
+from lgjax.errors import TrainingDiverged
 from lgjax.keys import DATA, INIT, seed_keys, stream
 
 
@@ -28,10 +29,6 @@ class TrainState(NamedTuple):
     step: jax.Array  # int32 []: optimizer steps taken
     key: jax.Array  # uint32 key data of key(seed)
     bad_step: jax.Array  # int32 []: first step whose loss or params were not finite, else -1
-
-
-class TrainingDiverged(RuntimeError):
-    pass
 
 
 def make_optimizer(t: TrainConfig) -> optax.GradientTransformation:
