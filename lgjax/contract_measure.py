@@ -230,7 +230,7 @@ def parameter_counts(t: Trained) -> dict:
     m = t.config.model
     trained_enc = count(one["encoding"])
     if m.encoding == "ape":  # rows past the trained range are never read in training
-        trained_enc = m.ape_train_max * m.d
+        trained_enc = m.enc.train_max * m.d
     return {"total": count(one), "encoding": count(one["encoding"]),
             "encoding_trained": trained_enc, "total_trained": count(one) - count(
                 one["encoding"]) + trained_enc}

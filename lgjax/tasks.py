@@ -183,7 +183,7 @@ def sample_batch(cfg: TaskConfig, key, batch: int, lmin: int, lmax: int, Lpad: i
 
 MAX_WRITES = 4  # ordered_update: 2..MAX_WRITES SET/value pairs (fewer when the content is short)
 # ordered_update: a query-to-last-SET distance >= NEAR_FAR is "far". 16 is the clipped relative
-# bias's clip (ModelConfig.rel_clip): past it that scheme cannot order SETs by position, and the
+# bias's clip (RelClipOptions.clip): past it that scheme cannot order SETs by position, and the
 # steepest geometric ALiBi head (slope 1/4 at 4 heads) has already subtracted >= 4 logits; below
 # it every scheme sees the distance. Training lengths 19..32 still hold far examples.
 NEAR_FAR = 16

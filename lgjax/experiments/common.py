@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from lgjax import evaluate
+from lgjax.config import ModelConfig
+from lgjax.encodings import ApeOptions
 from lgjax.study import Trained
+
+
+def implicit_bias_model(encoding: str, **fields) -> ModelConfig:
+    """The implicit-bias study reads the APE table's rows past the trained range as they are
+    (what they do is its finding); every other encoding keeps its defaults."""
+    enc = ApeOptions(oob="untrained") if encoding == "ape" else None
+    return ModelConfig(encoding=encoding, enc=enc, **fields)
 
 
 def evaluate_run(t: Trained, lengths, run) -> evaluate.LengthEval:

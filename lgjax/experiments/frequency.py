@@ -18,7 +18,7 @@ import numpy as np
 
 from lgjax import plots
 from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
-from lgjax.encodings import ENCODINGS
+from lgjax.encodings import ENCODINGS, RopeOptions
 from lgjax.experiments import common
 from lgjax.study import RunOptions
 
@@ -34,7 +34,7 @@ class Config:
 
 def run_config(cfg: Config, base: float, K: int) -> RunConfig:
     return RunConfig(TaskConfig("fixed_offset", offset=K),
-                     ModelConfig("rope", rope_base=base),
+                     ModelConfig("rope", enc=RopeOptions(base=base)),
                      TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch,
                                  seeds=common.seeds(cfg)))
 

@@ -58,7 +58,7 @@ def rope(cfg: Config, seeds: int, **over) -> RunConfig:
 
 def ape(cfg: Config, decay: float) -> RunConfig:
     return RunConfig(TaskConfig("fixed_offset", offset=cfg.K),
-                     ModelConfig("ape", ape_oob="untrained"),
+                     common.implicit_bias_model("ape"),
                      TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch, weight_decay=decay,
                                  seeds=tuple(range(cfg.ape_seeds))))
 
@@ -116,8 +116,8 @@ def part_c(cfg: Config, trained: dict) -> dict:
         pins = np.argmax(np.asarray(ev.mean_attention)[:, :, 0], -1)  # absolute position
         fixes = {}
         for fix in FIXES:
-            fixed = dataclasses.replace(rc, model=dataclasses.replace(
-                rc.model, ape_oob=fix, ape_train_max=rc.train.lmax))
+            enc = dataclasses.replace(rc.model.enc, oob=fix, train_max=rc.train.lmax)
+            fixed = dataclasses.replace(rc, model=dataclasses.replace(rc.model, enc=enc))
             fixes[fix] = evaluate.evaluate(states.params, fixed, beyond,
                                            cfg.run.eval_sequences).accuracy
         res[f"{lam:g}"] = {"lengths": beyond, "accuracy": ev.accuracy, "pin": pins,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lgjax import models, plots, report
-from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.config import ConfigError, RunConfig, TaskConfig, TrainConfig
 from lgjax.experiments import common
 from lgjax.study import RunOptions
 
@@ -43,7 +43,7 @@ def run_config(cfg: Config, encoding: str) -> RunConfig:
     lmin, lmax = cfg.train_lengths
     return RunConfig(
         task=TaskConfig("fixed_offset", vocab=cfg.vocab, offset=cfg.K),
-        model=ModelConfig(encoding=encoding, d=cfg.d, heads=cfg.heads, ape_oob="untrained"),
+        model=common.implicit_bias_model(encoding, d=cfg.d, heads=cfg.heads),
         train=TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch, lmin=lmin, lmax=lmax,
                           seeds=common.seeds(cfg)))
 

@@ -31,15 +31,17 @@ import numpy as np
 from lgjax import grid
 from lgjax.checkpoints import step_folders
 from lgjax.config import ConfigError, ModelConfig, TaskConfig, TrainConfig
+from lgjax.encodings import AlibiOptions, ApeOptions, RopeOptions
 from lgjax.study import RunOptions, check_options, check_writable
 from lgjax.tasks import TASKS
 
 TASK_NAMES = ("prev", "skip-2", "skip-3", "skip-5", "copy", "reverse", "first", "pos-2",
               "pos-5", "induction")
 TASK_ARG = {"skip": "offset", "pos": "slot"}  # the TaskConfig field a "-k" suffix sets
-ENCODING_OPTIONS = {  # per-encoding model fields (L0 and the longest test length filled in)
-    "ape": lambda L0, Lmax: {"ape_oob": "clamp", "ape_train_max": L0, "ape_size": Lmax},
-    "alibi": lambda L0, Lmax: {"alibi_slopes": "geometric"},
+ENCODING_OPTIONS = {  # Config -> the options an encoding trains with (the rest: defaults)
+    "ape": lambda cfg: ApeOptions(oob="clamp", train_max=cfg.L0, size=max(cfg.test_lengths)),
+    "alibi": lambda cfg: AlibiOptions(slopes="geometric"),
+    "rope": lambda cfg: RopeOptions(scale=cfg.rope_scale),
 }
 PROGRAM_RESULTS = "results.json"
 
@@ -81,9 +83,9 @@ def tier_shape(tier: str) -> tuple[int, int]:
 
 def program_grid(cfg: Config, tier: str, encoding: str) -> grid.Grid:
     layers, heads = tier_shape(tier)
-    extra = ENCODING_OPTIONS.get(encoding, lambda a, b: {})(cfg.L0, max(cfg.test_lengths))
     model = ModelConfig(encoding=encoding, arch="transformer", layers=layers, heads=heads,
-                        d=cfg.d, query="all", rope_scale=cfg.rope_scale, **extra)
+                        d=cfg.d, query="all",
+                        enc=ENCODING_OPTIONS.get(encoding, lambda c: None)(cfg))
     t = TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch, lr=cfg.lr, lmin=cfg.L0,
                     lmax=cfg.L0, seeds=tuple(range(cfg.run.seeds)), chunk=cfg.chunk,
                     ckpt_every=cfg.ckpt_every, seed_axis=cfg.seed_axis)
