@@ -1,4 +1,4 @@
-"""Tables from result dicts: printed (mean +- std over seeds) and tidy CSV rows."""
+"""Tables from result dicts: printed (mean +- std over seeds), markdown, and tidy CSV rows."""
 
 from __future__ import annotations
 
@@ -21,6 +21,13 @@ def rows(results: dict, encodings) -> list[dict]:
                     out.append({"encoding": enc, "seed": seed, "length": length,
                                 "metric": metric, "value": grid[s][j]})
     return out
+
+
+def markdown_table(cols: list[str], rows: list[list]) -> list[str]:
+    """The lines of a markdown table (a "|" or a line break inside a cell is escaped)."""
+    cell = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
+    return (["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+            + ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows])
 
 
 def write_csv(results: dict, encodings, path: Path) -> None:

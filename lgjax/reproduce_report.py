@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from lgjax.claims import DIFFERS, FAILS, HOLDS, MATCHES, NOT_RUN, Verdict
+from lgjax.report import markdown_table
 
 MARK = {MATCHES: "matches", DIFFERS: "DIFFERS", NOT_RUN: "not run", HOLDS: "holds",
         FAILS: "FAILS"}
@@ -166,21 +167,15 @@ EXPECT_COLS = ["expectation", "spec", "says", "published", "measured", "criterio
                "seen"]
 
 
-def _md_table(cols: list[str], rows: list[list[str]]) -> list[str]:
-    cell = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
-    return (["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-            + ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows])
-
-
 def write_md(verdicts, results, figures, path: Path, reduced: bool, study: str) -> None:
     fig_dir = path.parent / "figures"
     claims = [v for v in verdicts if v.kind == "claim"]
     expects = [v for v in verdicts if v.kind == "expect"]
     lines = [f"# Reproduction report: {study}", "", f"**{scale_line(reduced, results)}**", "",
              "```", summary(verdicts, results, reduced, study), "```", "", "## Claims", ""]
-    lines += _md_table(CLAIM_COLS, [_row(v) for v in claims])
+    lines += markdown_table(CLAIM_COLS, [_row(v) for v in claims])
     lines += ["", "## Expectations (the spec's qualitative \"expect\" column)", ""]
-    lines += _md_table(EXPECT_COLS, [[v.id, v.experiment, v.what, "-", "-", v.tolerance,
+    lines += markdown_table(EXPECT_COLS, [[v.id, v.experiment, v.what, "-", "-", v.tolerance,
                                       MARK[v.status], v.detail] for v in expects])
     lines += ["", "## Experiments", ""]
     for name in _experiments(verdicts, results, figures):
@@ -197,7 +192,7 @@ def write_md(verdicts, results, figures, path: Path, reduced: bool, study: str) 
             lines += ["(no figure)", ""]
         mine = [v for v in claims if v.experiment == name]
         if mine:
-            lines += _md_table(["claim", "published", "measured", "verdict"],
+            lines += markdown_table(["claim", "published", "measured", "verdict"],
                                [[v.label, fmt_value(v.published), fmt_measured(v.measured),
                                  MARK[v.status]] for v in mine]) + [""]
     path.write_text("\n".join(lines) + "\n")
