@@ -5,9 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from lgjax import evaluate
-from lgjax.config import ModelConfig
+from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.encodings import ApeOptions
 from lgjax.study import Trained
+
+
+def run_config(cfg, task: TaskConfig, model: ModelConfig, **train) -> RunConfig:
+    """A run at the study's shared options (its steps, batch and seeds), `train` on top."""
+    shared = {"steps": cfg.run.steps, "batch": cfg.run.batch, "seeds": seeds(cfg)}
+    return RunConfig(task, model, TrainConfig(**shared | train))
 
 
 def implicit_bias_model(encoding: str, **fields) -> ModelConfig:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lgjax import contract_measure
-from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig
 from lgjax.encodings import AlibiOptions, ApeOptions, RelClipOptions
 from lgjax.experiments import common, contract_report
 from lgjax.study import RunOptions
@@ -93,9 +93,8 @@ def run_config(cfg: Config, task: str, scheme: str) -> RunConfig:
     if model.encoding == "ape":
         enc = dataclasses.replace(model.enc, size=cfg.ape_rows, train_max=lmax)
         model = dataclasses.replace(model, enc=enc)
-    return RunConfig(TaskConfig(task, vocab=cfg.vocab), model,
-                     TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch, lr=cfg.lr, lmin=lmin,
-                                 lmax=lmax, seeds=common.seeds(cfg)))
+    return common.run_config(cfg, TaskConfig(task, vocab=cfg.vocab), model, lr=cfg.lr, lmin=lmin,
+                             lmax=lmax)
 
 
 def cell_name(task: str, scheme: str) -> str:

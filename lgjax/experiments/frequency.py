@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lgjax import plots
-from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.config import ModelConfig, RunConfig, TaskConfig
 from lgjax.encodings import ENCODINGS, RopeOptions
 from lgjax.experiments import common
 from lgjax.study import RunOptions
@@ -33,10 +33,8 @@ class Config:
 
 
 def run_config(cfg: Config, base: float, K: int) -> RunConfig:
-    return RunConfig(TaskConfig("fixed_offset", offset=K),
-                     ModelConfig("rope", enc=RopeOptions(base=base)),
-                     TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch,
-                                 seeds=common.seeds(cfg)))
+    return common.run_config(cfg, TaskConfig("fixed_offset", offset=K),
+                             ModelConfig("rope", enc=RopeOptions(base=base)))
 
 
 def row_name(base: float, K: int, main_K: int) -> str:

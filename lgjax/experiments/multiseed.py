@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lgjax import models, plots, report
-from lgjax.config import ConfigError, RunConfig, TaskConfig, TrainConfig
+from lgjax.config import ConfigError, RunConfig, TaskConfig
 from lgjax.experiments import common
 from lgjax.study import RunOptions
 
@@ -41,11 +41,9 @@ def check(cfg: Config) -> None:
 
 def run_config(cfg: Config, encoding: str) -> RunConfig:
     lmin, lmax = cfg.train_lengths
-    return RunConfig(
-        task=TaskConfig("fixed_offset", vocab=cfg.vocab, offset=cfg.K),
-        model=common.implicit_bias_model(encoding, d=cfg.d, heads=cfg.heads),
-        train=TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch, lmin=lmin, lmax=lmax,
-                          seeds=common.seeds(cfg)))
+    return common.run_config(cfg, TaskConfig("fixed_offset", vocab=cfg.vocab, offset=cfg.K),
+                             common.implicit_bias_model(encoding, d=cfg.d, heads=cfg.heads),
+                             lmin=lmin, lmax=lmax)
 
 
 def runs(cfg: Config) -> dict[str, RunConfig]:

@@ -17,7 +17,7 @@ import jax
 import numpy as np
 
 from lgjax import analysis, plots, train
-from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.config import ModelConfig, RunConfig, TaskConfig
 from lgjax.experiments import common
 from lgjax.study import RunOptions
 
@@ -29,14 +29,9 @@ class Config:
     run: RunOptions = RunOptions(seeds=5)  # shared options
 
 
-def run_config(cfg: Config, K: int) -> RunConfig:
-    return RunConfig(TaskConfig("fixed_offset", offset=K), ModelConfig("rope"),
-                     TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch,
-                                 seeds=common.seeds(cfg)))
-
-
 def runs(cfg: Config) -> dict[str, RunConfig]:
-    return {f"prop1/K{K}": run_config(cfg, K) for K in cfg.Ks}
+    return {f"prop1/K{K}": common.run_config(cfg, TaskConfig("fixed_offset", offset=K),
+                                             ModelConfig("rope")) for K in cfg.Ks}
 
 
 def carrier_stats(params_S, cfg: RunConfig, L: int) -> dict:

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lgjax import models, plots, tasks, transformer
-from lgjax.config import ConfigError, RunConfig, TaskConfig, TrainConfig
+from lgjax.config import ConfigError, RunConfig, TaskConfig
 from lgjax.devices import map_seeds
 from lgjax.experiments import common
 from lgjax.keys import EVAL, stream
@@ -53,13 +53,11 @@ def eval_lengths(cfg: Config) -> tuple[int, ...]:
 
 
 def run_config(cfg: Config, encoding: str) -> RunConfig:
-    return RunConfig(
-        TaskConfig("shift", vocab=cfg.vocab, offset=cfg.K),
+    return common.run_config(
+        cfg, TaskConfig("shift", vocab=cfg.vocab, offset=cfg.K),
         common.implicit_bias_model(encoding, arch="transformer", layers=cfg.layers,
                                    heads=cfg.heads, d=cfg.d, query="all"),
-        TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch, lr=cfg.lr,
-                    lmin=cfg.train_lengths[0], lmax=cfg.train_lengths[1],
-                    seeds=common.seeds(cfg)))
+        lr=cfg.lr, lmin=cfg.train_lengths[0], lmax=cfg.train_lengths[1])
 
 
 def runs(cfg: Config) -> dict[str, RunConfig]:
