@@ -201,7 +201,6 @@ def figure(result: dict, stem: Path) -> None:
     fig.suptitle("contract matrix: mean ± 95% CI half-width over seeds "
                  "(✓ confirmed, ✗ contradicted, = no effect, ? unresolved, ∅ not learnable)",
                  fontsize=9)
-    fig.tight_layout()
     plots.save(fig, stem)
     confusion_figure(result, Path(f"{stem}-confusion"))
 
@@ -235,7 +234,6 @@ def confusion_figure(result: dict, stem: Path) -> None:
                 ax.set_xlabel("distance attended", fontsize=7)
     fig.suptitle("chosen head (on in-range data): distance attended vs needed at the "
                  "extension lengths (log counts)", fontsize=9)
-    fig.tight_layout()
     plots.save(fig, stem)
 
 

@@ -11,7 +11,6 @@ Expect: selection at -K for every base, mild loss at the largest base.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
@@ -82,8 +81,7 @@ def measure(cfg: Config, trained: dict) -> dict:
     return res
 
 
-def figure(res: dict, stem: Path) -> None:
-    plots.frequency_figure(res, stem)
+figure = plots.frequency_figure  # (result, stem): drawn from the results alone
 
 
 def table(res: dict) -> str:

@@ -69,8 +69,7 @@ def table(result: dict) -> str:
     return report.multiseed_table(result, result["encodings"])
 
 
-def figure(result: dict, stem: Path) -> None:
-    plots.multiseed_figure(result, result["encodings"], stem)
+figure = plots.multiseed_figure  # (result, stem): drawn from the results alone
 
 
 def write_extra(result: dict, out: Path) -> list[str]:

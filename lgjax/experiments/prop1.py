@@ -11,7 +11,6 @@ fit of 1/a*(L) on L-1.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import jax
 import numpy as np
@@ -60,8 +59,7 @@ def measure(cfg: Config, trained: dict) -> dict:
     return res
 
 
-def figure(res: dict, stem: Path) -> None:
-    plots.decay_figure(res, res["Ks"], res["lengths"], stem)
+figure = plots.decay_figure  # (result, stem): drawn from the results alone
 
 
 def table(res: dict) -> str:

@@ -321,7 +321,6 @@ def figure(result: dict, path: Path) -> None:
         axe.set_yticks(range(len(tasks)), tasks if k == 0 else [])
         axe.set_xlabel("test length L")
         axe.set_title(f"{e}: alpha_L against L")
-    fig.tight_layout()
     plots.save(fig, path)
 
 

@@ -12,7 +12,6 @@ from lgjax.plots import plt, save
 
 
 def _save(fig, out: Path, name: str) -> str:
-    fig.tight_layout()
     save(fig, out / name)
     return f"{name}.png/.pdf"
 

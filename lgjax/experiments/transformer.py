@@ -18,9 +18,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from lgjax import models, plots, tasks, transformer
-from lgjax.config import ConfigError, RunConfig, TaskConfig
+from lgjax.config import RunConfig, TaskConfig
 from lgjax.devices import map_seeds
-from lgjax.experiments import common
+from lgjax.experiments import common, multiseed
 from lgjax.keys import EVAL, stream
 from lgjax.study import RunOptions
 
@@ -41,11 +41,7 @@ class Config:
     run: RunOptions = RunOptions(seeds=1, steps=8000, eval_sequences=1024)  # shared options
 
 
-def check(cfg: Config) -> None:
-    if len(cfg.train_lengths) != 2:
-        raise ConfigError("--train-lengths: give two numbers LMIN,LMAX, e.g. 8,16")
-    if not cfg.encodings:
-        raise ConfigError("--encodings: give at least one encoding, e.g. rope,ape")
+check = multiseed.check  # the same --train-lengths and --encodings
 
 
 def eval_lengths(cfg: Config) -> tuple[int, ...]:
@@ -148,8 +144,7 @@ def measure(cfg: Config, trained: dict) -> dict:
     return res
 
 
-def figure(res: dict, stem: Path) -> None:
-    plots.transformer_figure(res, res["encodings"], stem)
+figure = plots.transformer_figure  # (result, stem): drawn from the results alone
 
 
 def table(results: dict) -> str:

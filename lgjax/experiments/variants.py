@@ -99,8 +99,7 @@ def measure(cfg: Config, trained: dict) -> dict:
     return res
 
 
-def figure(res: dict, stem) -> None:
-    plots.variants_figure(res, stem)
+figure = plots.variants_figure  # (result, stem): drawn from the results alone
 
 
 def table(res: dict) -> str:
