@@ -59,12 +59,11 @@ def init_state(key_data, cfg: RunConfig) -> TrainState:
     return TrainState(params, opt_state, jnp.int32(0), key_data, jnp.int32(-1))
 
 
-def make_seed_step(cfg: RunConfig, path: str | None = None,
-                   sample: Callable | None = None) -> Callable:
+def make_seed_step(cfg: RunConfig, sample: Callable | None = None) -> Callable:
     """One optimizer step for one seed: state -> (state, loss). `sample(state) -> Batch`
     replaces cfg.task's sampler (the grid runner picks a cell's task there)."""
     t = cfg.train
-    apply = models.make_apply(cfg, path)
+    apply = models.make_apply(cfg)
     opt = make_optimizer(t)
     sample = sample or (lambda state: tasks.sample_batch(
         cfg.task, stream(state.key, DATA, state.step), t.batch, t.lmin, t.lmax, t.lmax))
@@ -128,15 +127,15 @@ def run_steps(step: Callable, state: TrainState, n_steps):
     return state, total / jnp.maximum(n_steps, 1)
 
 
-def make_chunk_runner(cfg: RunConfig, path: str | None = None, strategy: str | None = None,
-                      wrap: Callable = lambda f: f, devices: int | None = None):
+def make_chunk_runner(cfg: RunConfig, strategy: str | None = None, wrap: Callable = lambda f: f,
+                      devices: int | None = None):
     """jit(states_S, n_steps) -> (states_S, mean loss per seed over the chunk).
 
     Seeds are split over `devices` devices (None: all that divide the seed count) with
     shard_map; `wrap` decorates the traced function (tests pass chex.assert_max_traces(n=1)).
     """
     mesh = seed_mesh(len(cfg.train.seeds), devices)
-    step = make_seed_step(cfg, path)
+    step = make_seed_step(cfg)
 
     strategy = strategy or resolve_strategy(cfg)
 

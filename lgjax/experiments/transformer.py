@@ -130,11 +130,8 @@ def measure(cfg: Config, trained: dict) -> dict:
         per_seed = evaluate_seeds(evaluate_seed, t.states, cfg.run.seeds)
         heads = [shift_head(ps, cfg.K, max(cfg.profile_lengths)) for ps in per_seed]
         res[Path(name).name] = {
-            "accuracy": [[ps[L]["accuracy"] for L in cfg.eval_lengths] for ps in per_seed],
-            "accuracy_in_range": [[ps[L]["accuracy_in_range"] for L in cfg.eval_lengths]
-                                  for ps in per_seed],
-            "accuracy_beyond": [[ps[L]["accuracy_beyond"] for L in cfg.eval_lengths]
-                                for ps in per_seed],
+            **{k: [[ps[L][k] for L in cfg.eval_lengths] for ps in per_seed]  # [seeds, lengths]
+               for k in ("accuracy", "accuracy_in_range", "accuracy_beyond")},
             "in_range_fraction": [per_seed[0][L]["in_range_fraction"] for L in cfg.eval_lengths],
             "profiles": {L: [ps[L]["profiles"] for ps in per_seed] for L in cfg.profile_lengths},
             "shift_head": heads,
