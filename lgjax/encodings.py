@@ -71,6 +71,11 @@ def d_head(cfg: ModelConfig) -> int:
     return cfg.d // cfg.heads
 
 
+def heads_split(x, cfg: ModelConfig):
+    """[..., d] -> [..., H, d_head]."""
+    return x.reshape(*x.shape[:-1], cfg.heads, d_head(cfg))
+
+
 def logit_scale(cfg: ModelConfig) -> float:
     return 1.0 / (math.sqrt(d_head(cfg)) * cfg.temperature)
 

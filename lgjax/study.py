@@ -112,12 +112,6 @@ def is_finished(run_dir: Path, rc: RunConfig) -> bool:
     return rc.train.steps in checkpoints.step_folders(run_dir)
 
 
-def check_run_dir(run_dir: Path, rc: RunConfig, resume: bool) -> None:
-    """The run directory is free, or holds this very config: finished (reloaded), or
-    unfinished and --resume given; not locked by another writer. Writes nothing."""
-    checkpoints.check_run_dir(run_dir, rc, resume=resume or is_finished(run_dir, rc))
-
-
 def preflight(module: ModuleType, cfg) -> dict[str, RunConfig]:
     """Every check of every run, before anything trains, compiles or is written."""
     opts = options(cfg)
@@ -131,7 +125,9 @@ def preflight(module: ModuleType, cfg) -> dict[str, RunConfig]:
     for name, rc in runs.items():
         validate(rc, lengths)
         seed_mesh(len(rc.train.seeds), opts.devices or None)
-        check_run_dir(Path(opts.ckpt_root) / name, rc, opts.resume)
+        # free, or holding this very config: finished (reloaded) or resumed; writes nothing
+        run_dir = Path(opts.ckpt_root) / name
+        checkpoints.check_run_dir(run_dir, rc, resume=opts.resume or is_finished(run_dir, rc))
     check_writable(out_dir(module, cfg), "--out")
     if runs:
         check_writable(Path(opts.ckpt_root), "--ckpt-root")
