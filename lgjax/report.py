@@ -30,16 +30,16 @@ def markdown_table(cols: list[str], rows: list[list]) -> list[str]:
             + ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows])
 
 
-def write_csv(results: dict, encodings, path: Path) -> None:
-    table = rows(results, encodings)
+def write_csv(rows: list[dict], path: Path) -> None:
+    """Tidy rows (dicts with the same keys) as CSV, one column per key."""
     with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(table[0]))
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
-        writer.writerows(table)
+        writer.writerows(rows)
 
 
-def multiseed_table(results: dict, encodings) -> str:
-    lengths = results["lengths"]
+def multiseed_table(results: dict) -> str:
+    encodings, lengths = results["encodings"], results["lengths"]
     lo, hi = results["train_lengths"]
     head = f"{'':14s}" + "".join(f"{('L=' + str(L) + ('*' if lo <= L <= hi else '')):>14s}"
                                  for L in lengths)

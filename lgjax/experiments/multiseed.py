@@ -65,13 +65,10 @@ def measure(cfg: Config, trained: dict) -> dict:
     return res
 
 
-def table(result: dict) -> str:
-    return report.multiseed_table(result, result["encodings"])
-
-
+table = report.multiseed_table  # result -> the printed table
 figure = plots.multiseed_figure  # (result, stem): drawn from the results alone
 
 
 def write_extra(result: dict, out: Path) -> list[str]:
-    report.write_csv(result, result["encodings"], out / "results.csv")
+    report.write_csv(report.rows(result, result["encodings"]), out / "results.csv")
     return ["results.csv"]
