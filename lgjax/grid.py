@@ -30,7 +30,7 @@ import orbax.checkpoint as ocp
 
 from lgjax import evaluate, models, tasks, train
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
-from lgjax.keys import DATA, seed_keys, stream
+from lgjax.keys import DATA, stream
 from lgjax.validation import validate
 
 CONFIG_FILE = "config.json"
@@ -78,10 +78,7 @@ def check(grid: Grid, eval_lengths: tuple[int, ...] = ()) -> None:
 
 def init_states(grid: Grid) -> train.TrainState:
     """[T * S] stacked states; cell (t, s) starts where task t's seed s starts alone."""
-    T, _ = grid.shape
-    keys_C = jnp.tile(seed_keys(grid.train.seeds), (T, 1))
-    cfg = grid.cell_config(0)
-    return jax.jit(jax.vmap(lambda k: train.init_state(k, cfg)))(keys_C)
+    return train.init_states(grid.cell_config(0), repeat=grid.shape[0])
 
 
 def _by_task(run_one: Callable, grid: Grid) -> Callable:

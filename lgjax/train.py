@@ -152,8 +152,9 @@ def make_chunk_runner(cfg: RunConfig, strategy: str | None = None, wrap: Callabl
     return lambda states_S, n_steps: run(place(states_S, mesh), n_steps)
 
 
-def init_states(cfg: RunConfig) -> TrainState:
-    keys_S = seed_keys(cfg.train.seeds)
+def init_states(cfg: RunConfig, repeat: int = 1) -> TrainState:
+    """Every seed's initial state, stacked; the whole stack `repeat` times (grid cells)."""
+    keys_S = jnp.tile(seed_keys(cfg.train.seeds), (repeat, 1))
     return jax.jit(jax.vmap(lambda k: init_state(k, cfg)))(keys_S)
 
 

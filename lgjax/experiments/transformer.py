@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lgjax import models, plots, tasks, transformer
+from lgjax.analysis import carrier_fraction
 from lgjax.config import RunConfig, TaskConfig
 from lgjax.devices import map_seeds
 from lgjax.experiments import common, multiseed
@@ -71,11 +72,6 @@ def offset_profile(mean_att_QxK: np.ndarray, K: int) -> np.ndarray:
     return prof
 
 
-def carrier_fraction(x_NxD: np.ndarray) -> float:
-    """||E x||^2 / E ||x||^2 over the rows of x."""
-    return float(np.sum(x_NxD.mean(0) ** 2) / np.mean(np.sum(x_NxD**2, -1)))
-
-
 def make_evaluator(rc: RunConfig, lengths, n_eval: int):
     """evaluate(params, key_data) -> per-length metrics of one seed. One compiled apply for
     every seed and length: each length is padded to the longest one."""
@@ -98,7 +94,7 @@ def make_evaluator(rc: RunConfig, lengths, n_eval: int):
             "in_range_fraction": float(mask[:, inside].sum() / mask.sum()),
             "profiles": [[offset_profile(mean_att[l, h], rc.task.offset).tolist()
                           for h in range(rc.model.heads)] for l in range(rc.model.layers)],
-            "key_carrier": [[carrier_fraction(keys[:, l, :, h].reshape(-1, keys.shape[-1]))
+            "key_carrier": [[float(carrier_fraction(keys[:, l, :, h].reshape(-1, keys.shape[-1])))
                              for h in range(rc.model.heads)] for l in range(rc.model.layers)],
         }
 
