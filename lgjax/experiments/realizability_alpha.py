@@ -24,6 +24,7 @@ import numpy as np
 
 from lgjax import realizability as R
 from lgjax.config import require
+from lgjax.realizability import TASK_NAMES
 
 ABLATIONS = ("lbfgs", "min_norm", "margin")
 LABELS = {"reference": "zero init, Adam lr {lr:g}, coupled weight decay {weight_decay:g}, "
@@ -39,7 +40,7 @@ LABELS = {"reference": "zero init, Adam lr {lr:g}, coupled weight decay {weight_
 @dataclass(frozen=True)
 class Config:
     encodings: tuple[str, ...] = ("learned-abs", "nope", "alibi", "sinusoidal", "rope")  # heads
-    tasks: tuple[str, ...] = R.TASK_NAMES  # target rules; "skip-k" reads i-k, "pos-k" slot k
+    tasks: tuple[str, ...] = TASK_NAMES  # target rules; "skip-k" reads i-k, "pos-k" reads slot k
     L0: int = 20  # training length: the head is fitted on the rows of one length-L0 sequence
     lengths: tuple[int, ...] = (30, 40, 50, 60, 80)  # transfer lengths L > L0
     focus_length: int = 60  # the length shown in the sweep tables and the heatmap
