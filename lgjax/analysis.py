@@ -21,9 +21,10 @@ from lgjax.config import ModelConfig
 from lgjax.encodings import ENCODINGS, d_head, np_offsets
 
 
-def carrier_fraction(x_NxD: jax.Array) -> jax.Array:
-    """||mean row||^2 / mean ||row||^2 (1 for identical rows, 0 for zero-mean rows)."""
-    return jnp.sum(x_NxD.mean(0) ** 2) / jnp.mean(jnp.sum(x_NxD**2, -1))
+def carrier_fraction(x_NxD):
+    """||mean row||^2 / mean ||row||^2 (1 for identical rows, 0 for zero-mean rows); numpy
+    arrays stay numpy (array methods only)."""
+    return (x_NxD.mean(0) ** 2).sum() / (x_NxD**2).sum(-1).mean()
 
 
 def sv_energy(w_DxD: jax.Array) -> jax.Array:

@@ -46,8 +46,12 @@ def get(results: dict, experiment: str, *path):
     return dig(results[experiment], path, experiment)
 
 
-def need(results: dict, experiment: str, path: tuple, want, about: str) -> None:
-    """The run must be at the claim's setting (e.g. K = 2); otherwise the claim is not run."""
+def need(results: dict, experiment: str, guard: tuple | None) -> None:
+    """The run must be at the claim's setting, guard = (path, want, about) (e.g. K = 2);
+    otherwise the claim is not run. No guard: any setting."""
+    if guard is None:
+        return
+    path, want, about = guard
     got = get(results, experiment, *path)
     if got != want:
         raise NotRun(f"{experiment} ran at {about} = {got}; this check needs {about} = {want}")
@@ -73,8 +77,7 @@ def in_range_mean(results, experiment, lengths_path, values_path) -> np.ndarray:
 def by_length(experiment, lengths_path, values_path, guard=None):
     """A per-length claim: one component per evaluation length, mean over seeds."""
     def measure(results):
-        if guard:
-            need(results, experiment, *guard)
+        need(results, experiment, guard)
         lengths = get(results, experiment, *lengths_path)
         return Measured({str(L): over_seeds(column(results, experiment, lengths_path,
                                                    values_path, L)) for L in lengths})
@@ -85,8 +88,7 @@ def _one_value(reduce):
     """A claim measured by reducing one array of an experiment's results."""
     def claim(experiment, *path, guard=None):
         def measure(results):
-            if guard:
-                need(results, experiment, *guard)
+            need(results, experiment, guard)
             return Measured({"": reduce(get(results, experiment, *path))})
         return measure
     return claim
@@ -120,8 +122,7 @@ def prop1_fit(K: int, key: str):
 def at_length(experiment: str, run: str, L: int, guard=None):
     """Accuracy of one run at one evaluation length, one sample per seed."""
     def measure(results):
-        if guard:
-            need(results, experiment, *guard)
+        need(results, experiment, guard)
         return Measured({"": over_seeds(column(results, experiment, ("lengths",),
                                                (run, "accuracy"), L))})
     return measure
@@ -130,8 +131,7 @@ def at_length(experiment: str, run: str, L: int, guard=None):
 def in_range(experiment: str, run: str, guard=None):
     """Accuracy of one run averaged over the in-range evaluation lengths, one sample per seed."""
     def measure(results):
-        if guard:
-            need(results, experiment, *guard)
+        need(results, experiment, guard)
         return Measured({"": over_seeds(in_range_mean(results, experiment, ("lengths",),
                                                       (run, "accuracy")))},
                         notes=(f"mean over the evaluation lengths inside {list(TRAIN_RANGE)}",))
@@ -166,7 +166,7 @@ def TAU_ROW(reading: str, tau: float) -> str:  # noqa: N802 -- the one place nam
 def sweep_row(row: str):
     """A one-seed sweep row: carrier fraction and the decay fit (alpha intercept, c slope)."""
     def measure(results):
-        need(results, "mechanics", *MECHANICS_K2)
+        need(results, "mechanics", MECHANICS_K2)
         fit = lambda k: over_seeds([get(results, "mechanics", "d", row, "fit", DECAY_KEYS[k])])
         return Measured({"carrier_frac": over_seeds([get(results, "mechanics", "d", row,
                                                          "carrier_key")]),
@@ -178,7 +178,7 @@ def sweep_row(row: str):
 def ape_decay(lam: str):
     """Part (c) at one weight decay: out-of-range and interpolation-fix accuracy, pins, norms."""
     def measure(results):
-        need(results, "mechanics", *MECHANICS_K2)
+        need(results, "mechanics", MECHANICS_K2)
         row = lambda *p: get(results, "mechanics", "c", lam, *p)
         pins = np.asarray(row("pin"), float)
         return Measured({
@@ -194,7 +194,7 @@ def ape_decay(lam: str):
 
 
 def margin_rows(results) -> dict[int, dict]:
-    need(results, "mechanics", *MECHANICS_K2)
+    need(results, "mechanics", MECHANICS_K2)
     rows = get(results, "mechanics", "a", "rows")
     return {int(dig(r, ("length",), f"mechanics/a/rows/{i}")): r for i, r in enumerate(rows)}
 
@@ -221,7 +221,7 @@ def dynamics(metric: str, near: int = 200):
     """Part (b) series (mean over seeds): value at init, near step `near`, at the plateau (the
     last checkpoint)."""
     def measure(results):
-        need(results, "mechanics", *MECHANICS_K2)
+        need(results, "mechanics", MECHANICS_K2)
         steps = list(get(results, "mechanics", "b", metric, "steps"))
         mean = get(results, "mechanics", "b", metric, "mean")
         n = int(get(results, "mechanics", "config", "run", "seeds"))
@@ -324,7 +324,7 @@ TRANSFORMER_K3 = (("K",), 3, "K")
 
 
 def transformer_key_frac(results) -> Measured:
-    need(results, "transformer", *TRANSFORMER_K3)
+    need(results, "transformer", TRANSFORMER_K3)
     return Measured({
         "rope": over_seeds(get(results, "transformer", "rope", "shift_head_key_carrier")),
         "ape": over_seeds(get(results, "transformer", "ape", "shift_head_key_carrier")),
@@ -563,13 +563,13 @@ def more_heads_dilute(results):
 
 
 def transformer_rope_near_one(results):
-    need(results, "transformer", *TRANSFORMER_K3)
+    need(results, "transformer", TRANSFORMER_K3)
     acc = _at(results, "transformer", ("lengths",), ("rope", "accuracy"), lambda L: True)
     return min(acc.values()) >= 0.95, _show(acc)
 
 
 def transformer_ape_tracks_in_range(results):
-    need(results, "transformer", *TRANSFORMER_K3)
+    need(results, "transformer", TRANSFORMER_K3)
     acc = _at(results, "transformer", ("lengths",), ("ape", "accuracy"), BEYOND)
     lmax, K = TRAIN_RANGE[1], 3
     gap = {L: a - (lmax - K) / (L - K) for L, a in acc.items()}
@@ -577,7 +577,7 @@ def transformer_ape_tracks_in_range(results):
 
 
 def transformer_profiles_coincide(results):
-    need(results, "transformer", *TRANSFORMER_K3)
+    need(results, "transformer", TRANSFORMER_K3)
     heads = get(results, "transformer", "rope", "shift_head")
     profiles = get(results, "transformer", "rope", "profiles")
     seen, ok = [], True

@@ -9,10 +9,23 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
+from lgjax.encodings import ENCODINGS
+from lgjax.errors import ConfigError, require
 
-class ConfigError(ValueError):
-    """An impossible or inconsistent configuration; the message names the field and the fix."""
+__all__ = ["ConfigError", "ModelConfig", "RunConfig", "TaskConfig", "TrainConfig", "require"]
+
+# How configs saved before the encodings owned their options spelled them: flat ModelConfig
+# fields, every encoding's on every model. Old name -> (encoding, option); a flat field of
+# another encoding than the model's never affected that model and is dropped on reading.
+FLAT_OPTIONS = {
+    "rope_base": ("rope", "base"), "rope_scale": ("rope", "scale"),
+    "alibi_slope": ("alibi", "slope"), "alibi_slopes": ("alibi", "slopes"),
+    "t5_buckets": ("t5", "buckets"), "t5_max_distance": ("t5", "max_distance"),
+    "rel_clip": ("relclip", "clip"), "sin_base": ("sinusoidal", "base"),
+    "ape_size": ("ape", "size"), "ape_oob": ("ape", "oob"), "ape_train_max": ("ape", "train_max"),
+}
 
 
 @dataclass(frozen=True)
@@ -38,17 +51,31 @@ class ModelConfig:
     temperature: float = 1.0  # tau: logits are q.k / (sqrt(d_head) * tau)
     attention: str = "softmax"  # "softmax" or "linear" (weights = raw logits, no normalisation)
     query: str = "last"  # "last": query at n = L-1 only; "all": every row, causal mask
-    rope_base: float = 1e4  # rotary base: theta_i = base^(-2i/d_head)
-    rope_scale: float = 1.0  # rotary frequency scale: angles are pos * theta_i * scale
-    alibi_slope: float = 1.0  # ALiBi slope s: bias -s * (n - t) ("fixed" slopes)
-    alibi_slopes: str = "fixed"  # "fixed": alibi_slope on every head; "geometric": 2^(-8h/H)
-    t5_buckets: int = 32  # T5 bias: number of causal buckets
-    t5_max_distance: int = 128  # T5 bias: distance where the log buckets end
-    rel_clip: int = 16  # clipped relative bias: offsets beyond this share the last scalar
-    ape_size: int = 64  # rows in the learned absolute table (>= max eval length)
-    ape_oob: str = "error"  # past the trained range: error|untrained|clamp|interp|rescale
-    ape_train_max: int = 0  # trained lmax, required by clamp/interp/rescale
-    sin_base: float = 1e4  # sinusoidal encoding base
+    # the encoding's hyperparameters: an instance of ENCODINGS[encoding].options (None: its
+    # defaults), e.g. ModelConfig("rope", enc=RopeOptions(base=1e3))
+    enc: Any = None
+
+    def __post_init__(self):
+        entry = ENCODINGS.get(self.encoding)  # an unknown name is validate()'s to report
+        if entry is None:
+            return
+        if self.enc is None:
+            object.__setattr__(self, "enc", entry.options())
+        require(type(self.enc) is entry.options, "model.enc", f"encoding {self.encoding!r} "
+                f"takes {entry.options.__name__}, not {type(self.enc).__name__}; pass "
+                f"enc={entry.options.__name__}(...) or leave enc out for its defaults")
+
+    @staticmethod
+    def from_dict(d: dict) -> ModelConfig:
+        """The JSON form, or the flat form of configs saved before (see FLAT_OPTIONS)."""
+        name = d["encoding"]
+        if name not in ENCODINGS:
+            raise ConfigError(f"model.encoding: unknown encoding {name!r} in a saved config; "
+                              f"this lgjax knows {sorted(ENCODINGS)}")
+        flat = {FLAT_OPTIONS[k][1]: v for k, v in d.items()
+                if k in FLAT_OPTIONS and FLAT_OPTIONS[k][0] == name}
+        fields = {k: v for k, v in d.items() if k not in FLAT_OPTIONS}
+        return ModelConfig(**fields | {"enc": ENCODINGS[name].options(**d.get("enc", flat))})
 
 
 @dataclass(frozen=True)
@@ -81,13 +108,9 @@ class RunConfig:
         train = dict(d["train"])
         train["seeds"] = tuple(train["seeds"])
         train["decay_params"] = tuple(train["decay_params"])
-        return RunConfig(TaskConfig(**d["task"]), ModelConfig(**d["model"]), TrainConfig(**train))
+        return RunConfig(TaskConfig(**d["task"]), ModelConfig.from_dict(d["model"]),
+                         TrainConfig(**train))
 
     @staticmethod
     def from_json(text: str) -> RunConfig:
         return RunConfig.from_dict(json.loads(text))
-
-
-def require(cond: bool, field_name: str, message: str) -> None:
-    if not cond:
-        raise ConfigError(f"{field_name}: {message}")

@@ -2,8 +2,8 @@
 
 Interventions, evaluation only (no retraining):
   position interpolation  `interpolated(model_cfg, L, train_max)`: an evaluation-time model
-      config that maps length L into the trained range (RoPE: rope_scale x train_max/L; learned:
-      its table interpolated, ape_oob="interp"; sinusoidal positions, ALiBi and clipped-relative
+      config that maps length L into the trained range (RoPE: its scale x train_max/L; learned:
+      its table interpolated, oob="interp"; sinusoidal positions, ALiBi and clipped-relative
       distances x train_max/L through eval-only encodings; NoPE unchanged);
   retrieval  `retrieval_index`: a separate system that keeps the evidence span plus the last
       (window - e) tokens and renumbers them 0..window-1.
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from dataclasses import dataclass
 
 import jax.numpy as jnp
 import numpy as np
@@ -29,25 +28,28 @@ from lgjax.encodings import ENCODINGS, Encoding
 PI_SUFFIX = "+pi"  # eval-only encodings: "<name>+pi" reads positions or distances x pos_scale
 
 
-@dataclass(frozen=True)
-class Interpolated(ModelConfig):
-    pos_scale: float = 1.0  # positions (or distances) are multiplied by this: train_max / L
+def interpolated_options(options: type) -> type:
+    """An encoding's options plus `pos_scale`: positions (or distances) are multiplied by it
+    (train_max / L)."""
+    return dataclasses.make_dataclass(f"Interpolated{options.__name__}",
+                                      [("pos_scale", float, 1.0)], bases=(options,), frozen=True)
 
 
 def _scaled_sinusoid(params, pos, length, cfg):
-    return encodings.sinusoidal_table(params, pos.astype(jnp.float32) * cfg.pos_scale, length,
-                                      cfg)
+    return encodings.sinusoidal_table(params, pos.astype(jnp.float32) * cfg.enc.pos_scale,
+                                      length, cfg)
 
 
 def _scaled_alibi(params, dist, cfg):
-    return encodings.alibi_bias(params, jnp.asarray(dist, jnp.float32) * cfg.pos_scale, cfg)
+    return encodings.alibi_bias(params, jnp.asarray(dist, jnp.float32) * cfg.enc.pos_scale, cfg)
 
 
 def _scaled_clip(params, dist, cfg):
     """The clipped table read at the fractional distance d x scale, linearly between rows."""
-    x = jnp.clip(jnp.asarray(dist, jnp.float32) * cfg.pos_scale, 0.0, float(cfg.rel_clip))
+    clip = cfg.enc.clip
+    x = jnp.clip(jnp.asarray(dist, jnp.float32) * cfg.enc.pos_scale, 0.0, float(clip))
     lo = jnp.floor(x).astype(jnp.int32)
-    hi = jnp.minimum(lo + 1, cfg.rel_clip)
+    hi = jnp.minimum(lo + 1, clip)
     frac = (x - lo)[..., None]
     table = params["relbias"]
     return table[lo] * (1 - frac) + table[hi] * frac
@@ -55,10 +57,12 @@ def _scaled_clip(params, dist, cfg):
 
 PI_ENCODINGS: dict[str, Encoding] = {
     "sinusoidal": Encoding("additive", encodings.additive_kernel(_scaled_sinusoid),
-                           embed=_scaled_sinusoid),
-    "alibi": Encoding("bias", encodings.bias_kernel(_scaled_alibi), bias=_scaled_alibi),
+                           embed=_scaled_sinusoid,
+                           options=interpolated_options(encodings.SinusoidalOptions)),
+    "alibi": Encoding("bias", encodings.bias_kernel(_scaled_alibi), bias=_scaled_alibi,
+                      options=interpolated_options(encodings.AlibiOptions)),
     "relclip": Encoding("bias", encodings.bias_kernel(_scaled_clip), init=encodings.clip_init,
-                        bias=_scaled_clip),
+                        bias=_scaled_clip, options=interpolated_options(encodings.RelClipOptions)),
 }
 
 
@@ -77,14 +81,18 @@ def pi_encodings():
 
 
 def _through_pi_encoding(m: ModelConfig, scale: float) -> ModelConfig:
-    fields = dataclasses.asdict(m) | {"encoding": m.encoding + PI_SUFFIX, "pos_scale": scale}
-    return Interpolated(**fields)
+    enc = PI_ENCODINGS[m.encoding].options(**dataclasses.asdict(m.enc), pos_scale=scale)
+    return dataclasses.replace(m, encoding=m.encoding + PI_SUFFIX, enc=enc)
+
+
+def _with_options(m: ModelConfig, **options) -> ModelConfig:
+    return dataclasses.replace(m, enc=dataclasses.replace(m.enc, **options))
 
 
 # encoding name -> (model config, scale) -> the interpolated model config
 INTERPOLATIONS = {
-    "ape": lambda m, s: dataclasses.replace(m, ape_oob="interp"),
-    "rope": lambda m, s: dataclasses.replace(m, rope_scale=m.rope_scale * s),
+    "ape": lambda m, s: _with_options(m, oob="interp"),
+    "rope": lambda m, s: _with_options(m, scale=m.enc.scale * s),
     "sinusoidal": _through_pi_encoding,
     "alibi": _through_pi_encoding,
     "relclip": _through_pi_encoding,

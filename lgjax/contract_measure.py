@@ -136,6 +136,12 @@ class Cell:
     def correct(self, logits, batch):
         return (logits.argmax(-1) == batch.targets).astype(float)
 
+    @staticmethod
+    def loss(logits, batch) -> np.ndarray:
+        """[S]: mean cross-entropy over the batch."""
+        logz = np.asarray(jax.nn.log_softmax(logits, -1))
+        return -np.take_along_axis(logz, batch.targets[..., None], -1)[..., 0].mean(1)
+
     def in_range(self) -> dict:
         b = sample(self.task, self.seeds, IN_RANGE, self.n, self.lmin, self.lmax, self.lmax)
         logits, att, att_logits = self.run(self.model, b)
@@ -144,9 +150,7 @@ class Cell:
         rates = np.stack([contract_eval.hit_rates(a.argmax(-1), e)
                           for a, e in zip(att, evidence)])
         self.head_S = rates.argmax(-1)
-        logz = jax.nn.log_softmax(logits, -1)
-        loss = -np.take_along_axis(np.asarray(logz), b.targets[..., None], -1)[..., 0].mean(1)
-        return {"accuracy": ok.mean(1), "loss": loss, "head": self.head_S,
+        return {"accuracy": ok.mean(1), "loss": self.loss(logits, b), "head": self.head_S,
                 "hit_rate": rates.max(-1), "hit_rates": rates,
                 "logit_range": self.logit_ranges(att_logits, b), **near_far(self.task, b, ok),
                 "confusion": self.confusion(att, b, evidence).tolist()}
@@ -216,11 +220,9 @@ class Cell:
         with checkpoints.open_run(self.t.run_dir)[1] as run:  # for reading
             for step in sorted(run.steps()):
                 params = run.restore(step).params
-                logits = readout(self.model, self.task, params, b.tokens, b.length)[0]
-                logz = np.asarray(jax.nn.log_softmax(logits, -1))
                 steps.append(step)
-                losses.append(-np.take_along_axis(logz, b.targets[..., None], -1)[..., 0]
-                              .mean(1))
+                losses.append(self.loss(readout(self.model, self.task, params, b.tokens,
+                                                b.length)[0], b))
         return {"steps": steps, "loss": np.asarray(losses)}
 
 
@@ -230,7 +232,7 @@ def parameter_counts(t: Trained) -> dict:
     m = t.config.model
     trained_enc = count(one["encoding"])
     if m.encoding == "ape":  # rows past the trained range are never read in training
-        trained_enc = m.ape_train_max * m.d
+        trained_enc = m.enc.train_max * m.d
     return {"total": count(one), "encoding": count(one["encoding"]),
             "encoding_trained": trained_enc, "total_trained": count(one) - count(
                 one["encoding"]) + trained_enc}

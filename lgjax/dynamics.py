@@ -8,7 +8,6 @@ e.g. "carrier_key/h0", "accuracy@48", "margin/h0@16").
 
 from __future__ import annotations
 
-import csv
 import functools
 import json
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from lgjax import analysis, checkpoints, evaluate, plots
+from lgjax import analysis, checkpoints, evaluate, plots, report
 from lgjax.config import RunConfig
 from lgjax.encodings import ENCODINGS
 
@@ -95,10 +94,7 @@ def analyze(run_dir: str | Path, lengths=(16, 48), n_eval: int = 1024,
 def write(rows: list[dict], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "dynamics.json").write_text(json.dumps(rows))
-    with open(out / "dynamics.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=["seed", "step", "metric", "value"])
-        writer.writeheader()
-        writer.writerows(rows)
+    report.write_csv(rows, out / "dynamics.csv")  # columns seed, step, metric, value
 
 
 def series(rows: list[dict], metric: str) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,11 @@ transformer and the analyzer call all of them and never ask which ones an encodi
                                                   never trained (None: defined everywhere)
 `kind` says which behaviour carries the position ("additive", "rotary", "bias", "none"); only
 the exact fast head (lgjax.fast), which has one form per kind, reads it.
-Adding an encoding is one entry in ENCODINGS; the heads and the trainer never read its name.
+An encoding's hyperparameters are its own `options`, a frozen dataclass with defaults (RoPE's
+base and scale, the APE table's size, ...); `ModelConfig.enc` holds the chosen encoding's
+options, and its behaviours read them as `cfg.enc.<option>`. Adding an encoding, knobs and all,
+is one options dataclass and one entry in ENCODINGS; the heads and the trainer never read its
+name.
 An encoding defined outside the package registers the same way, at import of its own module:
   from lgjax.encodings import ENCODINGS, Encoding, bias_kernel
   ENCODINGS["my_bias"] = Encoding("bias", bias_kernel(my_bias), init=my_init, bias=my_bias)
@@ -26,12 +30,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lgjax.config import ModelConfig, TrainConfig, require
+from lgjax.errors import require
+
+if TYPE_CHECKING:  # config.py imports this registry (for the options' defaults)
+    from lgjax.config import ModelConfig, TrainConfig
 
 Params = dict
 
@@ -49,6 +57,11 @@ def _no_bias(params, dist, cfg):
 
 
 @dataclass(frozen=True)
+class NoOptions:
+    """An encoding without hyperparameters."""
+
+
+@dataclass(frozen=True)
 class Encoding:
     kind: str  # which behaviour carries position: "additive" | "rotary" | "bias" | "none"
     kernel: Callable  # (params, q_pos, k_pos, cfg) -> [..., H]: the positional-only logit
@@ -57,6 +70,7 @@ class Encoding:
     rotate: Callable = _no_rotation  # (x [L, H, dh], pos [L], cfg) -> x, applied to q and k
     bias: Callable = _no_bias  # (params, dist int [...], cfg) -> [..., H] added to the logits
     validate: Callable[[ModelConfig, TrainConfig, int], None] = lambda m, t, n: None
+    options: type = NoOptions  # its hyperparameters: a frozen dataclass with defaults
     # True when the embedding does not depend on the sequence length (the fast head needs it)
     length_free: Callable[[ModelConfig], bool] = lambda cfg: True
     # first position whose kernel reads a parameter never trained (None: defined everywhere)
@@ -73,17 +87,28 @@ def d_head(cfg: ModelConfig) -> int:
     return cfg.d // cfg.heads
 
 
+def heads_split(x, cfg: ModelConfig):
+    """[..., d] -> [..., H, d_head]."""
+    return x.reshape(*x.shape[:-1], cfg.heads, d_head(cfg))
+
+
 def logit_scale(cfg: ModelConfig) -> float:
     return 1.0 / (math.sqrt(d_head(cfg)) * cfg.temperature)
 
 
 # ---- rotary -------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class RopeOptions:
+    base: float = 1e4  # rotary base: theta_i = base^(-2i/d_head)
+    scale: float = 1.0  # rotary frequency scale: angles are pos * theta_i * scale
+
+
 def rope_freqs64(cfg: ModelConfig) -> np.ndarray:
     """theta_i * scale in float64, a constant of the config (numpy, so it folds into the
     program)."""
     i = np.arange(d_head(cfg) // 2)
-    return cfg.rope_scale * cfg.rope_base ** (-2.0 * i / d_head(cfg))
+    return cfg.enc.scale * cfg.enc.base ** (-2.0 * i / d_head(cfg))
 
 
 def rope_freqs(cfg: ModelConfig) -> np.ndarray:
@@ -113,18 +138,25 @@ def rope_kernel(params, q_pos, k_pos, cfg):
 def _validate_rope(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
     require(d_head(m) % 2 == 0, "model.d", f"RoPE rotates pairs of dimensions but d_head = "
             f"d/heads = {d_head(m)} is odd; use an even width per head")
-    require(m.rope_base > 1.0, "model.rope_base", "must be > 1")
+    require(m.enc.base > 1.0, "model.enc.base", "must be > 1")
 
 
 # ---- additive -----------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class ApeOptions:
+    size: int = 64  # rows in the learned absolute table (>= max eval length)
+    oob: str = "error"  # past the trained range: error|untrained|clamp|interp|rescale
+    train_max: int = 0  # trained lmax, required by clamp/interp/rescale
+
+
 def ape_init(key, cfg: ModelConfig) -> Params:
-    return {"ape": jax.random.normal(key, (cfg.ape_size, cfg.d), jnp.float32)}
+    return {"ape": jax.random.normal(key, (cfg.enc.size, cfg.d), jnp.float32)}
 
 
 def ape_positions(pos, length, cfg: ModelConfig):
-    """Effective (possibly fractional) table index of each position under cfg.ape_oob."""
-    last = cfg.ape_train_max - 1
+    """Effective (possibly fractional) table index of each position under cfg.enc.oob."""
+    last = cfg.enc.train_max - 1
     stretch = jnp.maximum(length - 1, 1).astype(float_dtype())
     fractional = pos.astype(float_dtype()) * jnp.minimum(1.0, last / stretch)
     return {
@@ -133,7 +165,7 @@ def ape_positions(pos, length, cfg: ModelConfig):
         "clamp": jnp.minimum(pos, last),
         "rescale": jnp.round(fractional).astype(jnp.int32),
         "interp": fractional,
-    }[cfg.ape_oob]
+    }[cfg.enc.oob]
 
 
 def ape_table(params, pos, length, cfg: ModelConfig):
@@ -148,32 +180,38 @@ def ape_table(params, pos, length, cfg: ModelConfig):
 def ape_horizon(m: ModelConfig, t: TrainConfig) -> int | None:
     """error/untrained read rows from train.lmax on, which never received gradient; clamp maps
     every position onto trained rows; interp/rescale map positions past the table beyond it."""
-    return {"error": t.lmax, "untrained": t.lmax, "clamp": None}.get(m.ape_oob, m.ape_size)
+    return {"error": t.lmax, "untrained": t.lmax, "clamp": None}.get(m.enc.oob, m.enc.size)
 
 
 def _validate_ape(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
     """Rows past the trained range never get gradient: reading them is a choice, never silent."""
-    require(m.ape_oob in ("error", "untrained", "clamp", "interp", "rescale"), "model.ape_oob",
+    a = m.enc
+    require(a.oob in ("error", "untrained", "clamp", "interp", "rescale"), "model.enc.oob",
             "use error, untrained, clamp, interp or rescale")
-    require(t.lmax <= m.ape_size, "model.ape_size", f"the table has {m.ape_size} rows but "
-            f"training uses length {t.lmax}; raise ape_size")
-    require(max_len <= m.ape_size, "model.ape_size/eval lengths", f"evaluation length "
-            f"{max_len} is beyond the APE table ({m.ape_size} rows); raise ape_size or pick "
-            "an inference-time fix (ape_oob clamp|interp|rescale)")
-    if m.ape_oob == "error":
-        require(max_len <= t.lmax, "model.ape_oob/eval lengths", f"evaluation length {max_len} "
+    require(t.lmax <= a.size, "model.enc.size", f"the APE table has {a.size} rows but "
+            f"training uses length {t.lmax}; raise its size")
+    require(max_len <= a.size, "model.enc.size/eval lengths", f"evaluation length "
+            f"{max_len} is beyond the APE table ({a.size} rows); raise its size or pick "
+            "an inference-time fix (oob clamp|interp|rescale)")
+    if a.oob == "error":
+        require(max_len <= t.lmax, "model.enc.oob/eval lengths", f"evaluation length {max_len} "
                 f"reads table rows past the trained range (train.lmax={t.lmax}), which never "
-                "received gradient; set ape_oob=untrained to measure them (as the implicit-bias "
+                "received gradient; set oob=untrained to measure them (as the implicit-bias "
                 "study does) or clamp|interp|rescale")
-    elif m.ape_oob != "untrained":
-        require(1 <= m.ape_train_max <= t.lmax, "model.ape_train_max", f"set it to the trained "
+    elif a.oob != "untrained":
+        require(1 <= a.train_max <= t.lmax, "model.enc.train_max", f"set it to the trained "
                 f"lmax (1..{t.lmax}) for clamp/interp/rescale; a larger value maps positions "
                 "onto untrained rows")
 
 
+@dataclass(frozen=True)
+class SinusoidalOptions:
+    base: float = 1e4  # sinusoidal encoding base
+
+
 def sinusoidal_table(params, pos, length, cfg: ModelConfig):
     i = jnp.arange(cfg.d // 2, dtype=float_dtype())
-    ang = pos[:, None].astype(float_dtype()) * cfg.sin_base ** (-2.0 * i / cfg.d)
+    ang = pos[:, None].astype(float_dtype()) * cfg.enc.base ** (-2.0 * i / cfg.d)
     return jnp.stack([jnp.sin(ang), jnp.cos(ang)], axis=-1).reshape(pos.shape[0], -1)
 
 
@@ -181,13 +219,14 @@ def _validate_even_d(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
     require(m.d % 2 == 0, "model.d", f"sinusoidal pairs sin/cos but d={m.d} is odd; use even d")
 
 
-def additive_kernel(table_fn):
-    """Positional-only score (W_Q p_n) . (W_K p_t) per head, in the logit scaling."""
+def additive_kernel(table_fn, length=lambda cfg: 1):
+    """Positional-only score (W_Q p_n) . (W_K p_t) per head, in the logit scaling; the table
+    is read as for a sequence of `length(cfg)` positions."""
 
     def kernel(params, q_pos, k_pos, cfg):
         q_pos, k_pos = jnp.broadcast_arrays(jnp.asarray(q_pos), jnp.asarray(k_pos))
         flat_q, flat_k = q_pos.reshape(-1), k_pos.reshape(-1)
-        big = jnp.asarray(cfg.ape_size)
+        big = jnp.asarray(length(cfg))
         pq = table_fn(params, flat_q, big, cfg) @ params["wq"]
         pk = table_fn(params, flat_k, big, cfg) @ params["wk"]
         H = cfg.heads
@@ -199,11 +238,17 @@ def additive_kernel(table_fn):
 
 # ---- logit biases -------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class AlibiOptions:
+    slope: float = 1.0  # ALiBi slope s: bias -s * (n - t) ("fixed" slopes)
+    slopes: str = "fixed"  # "fixed": `slope` on every head; "geometric": 2^(-8h/H)
+
+
 def alibi_slopes(cfg: ModelConfig) -> np.ndarray:
     """Per-head slopes (float64): one fixed slope, or the geometric 2^(-8h/H), h = 1..H."""
-    if cfg.alibi_slopes == "geometric":
+    if cfg.enc.slopes == "geometric":
         return 2.0 ** (-8.0 * np.arange(1, cfg.heads + 1) / cfg.heads)
-    return np.full(cfg.heads, cfg.alibi_slope, np.float64)
+    return np.full(cfg.heads, cfg.enc.slope, np.float64)
 
 
 def alibi_bias(params, dist, cfg):
@@ -212,19 +257,24 @@ def alibi_bias(params, dist, cfg):
 
 
 def _validate_alibi(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
-    require(m.alibi_slopes in ("fixed", "geometric"), "model.alibi_slopes",
-            "use fixed (alibi_slope on every head) or geometric (2^(-8h/H))")
-    require(m.alibi_slopes == "geometric" or m.alibi_slope >= 0, "model.alibi_slope",
+    require(m.enc.slopes in ("fixed", "geometric"), "model.enc.slopes",
+            "use fixed (`slope` on every head) or geometric (2^(-8h/H))")
+    require(m.enc.slopes == "geometric" or m.enc.slope >= 0, "model.enc.slope",
             "must be >= 0 (a recency penalty)")
+
+
+@dataclass(frozen=True)
+class T5Options:
+    buckets: int = 32  # T5 bias: number of causal buckets
+    max_distance: int = 128  # T5 bias: distance where the log buckets end
 
 
 def t5_bucket(dist, cfg: ModelConfig):
     """Causal T5 bucketing of a non-negative distance (numpy or jax int arrays)."""
-    exact = cfg.t5_buckets // 2
+    n, exact = cfg.enc.buckets, cfg.enc.buckets // 2
     d = jnp.maximum(dist, 1).astype(jnp.float32)
-    log_b = exact + jnp.log(d / exact) / math.log(cfg.t5_max_distance / exact) * (
-        cfg.t5_buckets - exact)
-    log_b = jnp.minimum(log_b.astype(jnp.int32), cfg.t5_buckets - 1)
+    log_b = exact + jnp.log(d / exact) / math.log(cfg.enc.max_distance / exact) * (n - exact)
+    log_b = jnp.minimum(log_b.astype(jnp.int32), n - 1)
     return jnp.where(dist < exact, dist, log_b)
 
 
@@ -241,8 +291,13 @@ def table_bias(n_rows, bucket_fn):
     return init, bias
 
 
-t5_init, t5_bias = table_bias(lambda c: c.t5_buckets, t5_bucket)
-clip_init, clip_bias = table_bias(lambda c: c.rel_clip + 1, lambda d, c: jnp.minimum(d, c.rel_clip))
+@dataclass(frozen=True)
+class RelClipOptions:
+    clip: int = 16  # offsets beyond this share the last learned scalar
+
+
+t5_init, t5_bias = table_bias(lambda c: c.enc.buckets, t5_bucket)
+clip_init, clip_bias = table_bias(lambda c: c.enc.clip + 1, lambda d, c: jnp.minimum(d, c.enc.clip))
 
 
 def bias_kernel(bias_fn):
@@ -258,30 +313,31 @@ def zero_kernel(params, q_pos, k_pos, cfg):
 
 
 def _validate_t5(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
-    require(m.t5_buckets >= 2, "model.t5_buckets", "need at least 2 buckets")
-    require(m.t5_max_distance > m.t5_buckets // 2, "model.t5_max_distance",
-            f"must exceed t5_buckets/2 = {m.t5_buckets // 2} (where the log buckets start)")
+    require(m.enc.buckets >= 2, "model.enc.buckets", "need at least 2 buckets")
+    require(m.enc.max_distance > m.enc.buckets // 2, "model.enc.max_distance",
+            f"must exceed buckets/2 = {m.enc.buckets // 2} (where the log buckets start)")
 
 
-def _validate_positive(field_name, get):
-    def check(m, t, n):
-        require(get(m) > 0, field_name, "must be > 0")
-    return check
+def _validate_clip(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
+    require(m.enc.clip > 0, "model.enc.clip", "must be > 0")
 
 
 ENCODINGS: dict[str, Encoding] = {
-    "ape": Encoding("additive", additive_kernel(ape_table), init=ape_init, embed=ape_table,
-                    validate=_validate_ape, horizon=ape_horizon,
-                    length_free=lambda c: c.ape_oob in ("error", "untrained", "clamp")),
+    "ape": Encoding("additive", additive_kernel(ape_table, lambda c: c.enc.size), init=ape_init,
+                    embed=ape_table, validate=_validate_ape, options=ApeOptions,
+                    horizon=ape_horizon,
+                    length_free=lambda c: c.enc.oob in ("error", "untrained", "clamp")),
     "sinusoidal": Encoding("additive", additive_kernel(sinusoidal_table),
-                           embed=sinusoidal_table, validate=_validate_even_d),
-    "rope": Encoding("rotary", rope_kernel, rotate=rope_rotate, validate=_validate_rope),
+                           embed=sinusoidal_table, validate=_validate_even_d,
+                           options=SinusoidalOptions),
+    "rope": Encoding("rotary", rope_kernel, rotate=rope_rotate, validate=_validate_rope,
+                     options=RopeOptions),
     "alibi": Encoding("bias", bias_kernel(alibi_bias), bias=alibi_bias,
-                      validate=_validate_alibi),
+                      validate=_validate_alibi, options=AlibiOptions),
     "t5": Encoding("bias", bias_kernel(t5_bias), init=t5_init, bias=t5_bias,
-                   validate=_validate_t5),
+                   validate=_validate_t5, options=T5Options),
     "relclip": Encoding("bias", bias_kernel(clip_bias), init=clip_init, bias=clip_bias,
-                        validate=_validate_positive("model.rel_clip", lambda m: m.rel_clip)),
+                        validate=_validate_clip, options=RelClipOptions),
     "nope": Encoding("none", zero_kernel),
 }
 

@@ -1,11 +1,32 @@
 """Expected failures (bad input, damaged checkpoints, divergence, the file system) and how the
-CLI prints them: one line naming what, where and the fix; tracebacks are for real bugs."""
+CLI prints them: one line naming what, where and the fix; tracebacks are for real bugs.
+
+A leaf module (it imports nothing of lgjax), so every layer, the encodings included, can raise
+these."""
 
 from __future__ import annotations
 
-from lgjax.checkpoints import CheckpointError
-from lgjax.config import ConfigError
-from lgjax.train import TrainingDiverged
+
+class ConfigError(ValueError):
+    """An impossible or inconsistent configuration; the message names the field and the fix."""
+
+
+class CheckpointError(RuntimeError):
+    """An expected checkpoint failure; the message is one line naming the path (and step)."""
+
+    def __init__(self, message: str, step: int | None = None, reason: str = ""):
+        super().__init__(message)
+        self.step, self.reason = step, reason or message
+
+
+class TrainingDiverged(RuntimeError):
+    pass
+
+
+def require(cond: bool, field_name: str, message: str) -> None:
+    if not cond:
+        raise ConfigError(f"{field_name}: {message}")
+
 
 EXPECTED = (ConfigError, CheckpointError, TrainingDiverged, OSError)
 

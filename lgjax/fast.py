@@ -24,17 +24,13 @@ import numpy as np
 
 from lgjax.attention import attend
 from lgjax.config import ModelConfig
-from lgjax.encodings import ENCODINGS, d_head, logit_scale, np_offsets, rope_freqs
-
-
-def _split(x, cfg: ModelConfig):
-    return x.reshape(*x.shape[:-1], cfg.heads, d_head(cfg))
+from lgjax.encodings import ENCODINGS, d_head, heads_split, logit_scale, np_offsets, rope_freqs
 
 
 def _value_table(params, z_ZxD, cfg):
     """U_h W_V,h z for every row z: [H, Z, m_out]."""
-    v_ZxHxD = _split(z_ZxD @ params["wv"], cfg)
-    u_OxHxD = _split(params["readout"], cfg)
+    v_ZxHxD = heads_split(z_ZxD @ params["wv"], cfg)
+    u_OxHxD = heads_split(params["readout"], cfg)
     return jnp.einsum("zhd,ohd->hzo", v_ZxHxD, u_OxHxD)
 
 
@@ -102,7 +98,7 @@ def additive_tables(params, L: int, cfg: ModelConfig):
     enc = ENCODINGS[cfg.encoding]
     pos = jnp.arange(L)
     z_ZxD = jnp.concatenate([params["embed"], enc.embed(params, pos, jnp.asarray(L), cfg)])
-    q_ZxHxD, k_ZxHxD = _split(z_ZxD @ params["wq"], cfg), _split(z_ZxD @ params["wk"], cfg)
+    q_ZxHxD, k_ZxHxD = (heads_split(z_ZxD @ params[w], cfg) for w in ("wq", "wk"))
     tab_ZxZxH = jnp.einsum("zhd,yhd->zyh", q_ZxHxD, k_ZxHxD) * logit_scale(cfg)
     return tab_ZxZxH, _value_table(params, z_ZxD, cfg)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ import orbax.checkpoint as ocp
 
 from lgjax import evaluate, models, tasks, train
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
-from lgjax.keys import DATA, seed_keys, stream
+from lgjax.keys import DATA, stream
 from lgjax.validation import validate
 
 CONFIG_FILE = "config.json"
@@ -77,34 +78,13 @@ def check(grid: Grid, eval_lengths: tuple[int, ...] = ()) -> None:
 
 def init_states(grid: Grid) -> train.TrainState:
     """[T * S] stacked states; cell (t, s) starts where task t's seed s starts alone."""
-    T, _ = grid.shape
-    keys_C = jnp.tile(seed_keys(grid.train.seeds), (T, 1))
-    cfg = grid.cell_config(0)
-    return jax.jit(jax.vmap(lambda k: train.init_state(k, cfg)))(keys_C)
-
-
-def abstract_states(grid: Grid):
-    T, S = grid.shape
-    cfg = grid.cell_config(0)
-    keys = jax.ShapeDtypeStruct((T * S, 2), jnp.uint32)
-    shapes = jax.eval_shape(jax.vmap(lambda k: train.init_state(k, cfg)), keys)
-    device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
-    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=device), shapes)
-
-
-def _seed_axis(fn: Callable, n: int, strategy: str) -> Callable:
-    """fn(state, rest) over a stack of n states, the way `lgjax.train` runs seeds."""
-    if strategy == "vmap":
-        return jax.vmap(fn, in_axes=(0, None))
-    if strategy == "blocks":
-        return train.seed_blocks(fn, n)
-    return lambda states, rest: jax.lax.map(lambda s: fn(s, rest), states)
+    return train.init_states(grid.cell_config(0), repeat=grid.shape[0])
 
 
 def _by_task(run_one: Callable, grid: Grid) -> Callable:
     """lax.map over tasks; a task's seeds as train.seed_axis says (unbatched task index)."""
     T, S = grid.shape
-    per_task = _seed_axis(run_one, S, train.resolve_strategy(grid.cell_config(0)))
+    per_task = train.over_seeds(run_one, S, train.resolve_strategy(grid.cell_config(0)))
 
     def run(states_C, n_steps):
         states_TxS = jax.tree.map(lambda x: x.reshape(T, S, *x.shape[1:]), states_C)
@@ -167,14 +147,6 @@ def cell_names(grid: Grid) -> list[str]:
             for k in grid.tasks for s in grid.train.seeds]
 
 
-def check_finite(grid: Grid, states: train.TrainState) -> None:
-    bad = np.asarray(states.bad_step)
-    if (bad >= 0).any():
-        c = int(np.argmax(bad >= 0))
-        raise train.TrainingDiverged(f"cell {cell_names(grid)[c]} produced a non-finite loss or "
-                                     f"parameter at step {int(bad[c])}; lower train.lr")
-
-
 class GridDir:
     """<path>/config.json (the grid) and <path>/<step>/ orbax checkpoints of the [T * S] state.
     A directory holding a different grid is refused; restores are strict."""
@@ -198,8 +170,8 @@ class GridDir:
 
     def restore(self, step: int | None = None) -> train.TrainState:
         step = self.latest() if step is None else step
-        restored = self.manager.restore(
-            step, args=ocp.args.StandardRestore(abstract_states(self.grid)))
+        target = train.abstract_states(self.grid.cell_config(0), math.prod(self.grid.shape))
+        restored = self.manager.restore(step, args=ocp.args.StandardRestore(target))
         return restored if isinstance(restored, train.TrainState) \
             else train.TrainState(*restored)
 
@@ -225,7 +197,7 @@ def train_program(grid: Grid, path: Path | str, on_chunk: Callable | None = None
         start = int(np.asarray(states.step)[0])
         for end in boundaries(t, start):
             states, loss_C = runner(states, jnp.int32(end - start))
-            check_finite(grid, states)
+            train.check_finite(states, [f"cell {c}" for c in cell_names(grid)])
             if end % t.ckpt_every == 0 or end == t.steps:
                 run.save(end, states)
             if on_chunk is not None:

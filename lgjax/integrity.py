@@ -19,16 +19,10 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from lgjax.errors import CheckpointError
+
 DIGEST_DIR = "digests"
 FORMAT = 1
-
-
-class CheckpointError(RuntimeError):
-    """An expected checkpoint failure; the message is one line naming the path (and step)."""
-
-    def __init__(self, message: str, step: int | None = None, reason: str = ""):
-        super().__init__(message)
-        self.step, self.reason = step, reason or message
 
 
 def damaged(run_dir: Path, step: int, reason: str) -> CheckpointError:

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 from lgjax import fast, transformer
 from lgjax.attention import causal_attention
 from lgjax.config import ModelConfig, RunConfig
-from lgjax.encodings import ENCODINGS, d_head
+from lgjax.encodings import ENCODINGS, heads_split
 from lgjax.tasks import TASKS
 
 
@@ -46,10 +46,6 @@ def init_params(key, cfg: RunConfig) -> dict:
         "readout": uni(k_out, (m_out, m.d)),
         **ENCODINGS[m.encoding].init(k_enc, m),
     }
-
-
-def heads_split(x, cfg: ModelConfig):
-    return x.reshape(*x.shape[:-1], cfg.heads, d_head(cfg))
 
 
 def project(params, tokens_L, length, cfg: ModelConfig):

@@ -12,7 +12,8 @@ import numpy as np  # noqa: E402
 
 
 def save(fig, stem: Path, dpi: int = 130) -> None:
-    """Write stem.png and stem.pdf and release the figure."""
+    """Lay the figure out (tight), write stem.png and stem.pdf, and release it."""
+    fig.tight_layout()
     for ext in ("png", "pdf"):
         fig.savefig(f"{stem}.{ext}", dpi=dpi)
     plt.close(fig)
@@ -22,7 +23,8 @@ PANELS = (("accuracy", "accuracy"), ("peak_height", "peak attention height"),
           ("selected_offset", "selected offset"))
 
 
-def multiseed_figure(results: dict, encodings, stem: Path) -> None:
+def multiseed_figure(results: dict, stem: Path) -> None:
+    encodings = results["encodings"]
     lengths = np.asarray(results["lengths"])
     lo, hi = results["train_lengths"]
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
@@ -44,13 +46,13 @@ def multiseed_figure(results: dict, encodings, stem: Path) -> None:
         ax.set_ylabel(label)
     axes[0].legend(fontsize=8)
     fig.suptitle(f"K = {results['K']}, {len(results['seeds'])} seeds (mean +- std, thin: seeds)")
-    fig.tight_layout()
     save(fig, stem)
 
 
-def transformer_figure(results: dict, encodings, stem: Path) -> None:
+def transformer_figure(results: dict, stem: Path) -> None:
     """Accuracy by length (with APE's in-range expectation) and each encoding's shift-head
     offset profile at every profiled length."""
+    encodings = results["encodings"]
     lengths = np.asarray(results["lengths"])
     fig, axes = plt.subplots(1, 1 + len(encodings), figsize=(4.5 * (1 + len(encodings)), 3.6))
     ax = axes[0]
@@ -73,7 +75,6 @@ def transformer_figure(results: dict, encodings, stem: Path) -> None:
         ax.set_xlabel("offset t - i")
         ax.set_title(f"{enc}: shift head (layer {layer}, head {head})")
         ax.legend(fontsize=8)
-    fig.tight_layout()
     save(fig, stem)
 
 
@@ -95,15 +96,14 @@ def dynamics_figure(rows: list[dict], metrics, stem: Path, title: str = "") -> N
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
     fig.suptitle(title)
-    fig.tight_layout()
     save(fig, stem, dpi=110)
 
 
-def decay_figure(res: dict, Ks, lengths, stem: Path) -> None:
+def decay_figure(res: dict, stem: Path) -> None:
     """1/a*(L) against L-1 per K (seeds as points) with each seed's least-squares line."""
     fig, ax = plt.subplots(figsize=(5, 3.8))
-    x = np.asarray(lengths) - 1
-    for K in Ks:
+    x = np.asarray(res["lengths"]) - 1
+    for K in res["Ks"]:
         r = res[f"K{K}"]
         color = None
         for s, peak in enumerate(np.asarray(r["peak_height"])):
@@ -115,12 +115,12 @@ def decay_figure(res: dict, Ks, lengths, stem: Path) -> None:
     ax.set_xlabel("L - 1")
     ax.set_ylabel("1 / peak attention a*(L)")
     ax.legend(fontsize=8)
-    fig.tight_layout()
     save(fig, stem)
 
 
-def shift_figure(res: dict, encodings, stem: Path) -> None:
+def shift_figure(res: dict, stem: Path) -> None:
     """Rows: encodings; columns: mean attention vs offset t - n, and vs absolute position t."""
+    encodings = res["encodings"]
     fig, axes = plt.subplots(len(encodings), 2, figsize=(9, 3.2 * len(encodings)), squeeze=False)
     for row, enc in zip(axes, encodings):
         for L, curve in zip(res["lengths"], res[enc]["curves"]):
@@ -133,7 +133,6 @@ def shift_figure(res: dict, encodings, stem: Path) -> None:
         row[1].set_xlabel("key position t")
         row[0].set_ylabel("mean attention")
         row[0].legend(fontsize=7)
-    fig.tight_layout()
     save(fig, stem)
 
 
@@ -147,7 +146,6 @@ def mechanics_dynamics_figure(series: dict, stem: Path) -> None:
     ax.set_xscale("symlog", linthresh=1)
     ax.set_xlabel("step")
     ax.legend(fontsize=8)
-    fig.tight_layout()
     save(fig, stem)
 
 
@@ -181,7 +179,6 @@ def frequency_figure(res: dict, stem: Path) -> None:
     axes[1].set_xlabel("rotary base")
     axes[1].set_title("content-free kernel g(s) = sum_i cos(s theta_i)", fontsize=9)
     axes[1].legend(fontsize=7)
-    fig.tight_layout()
     save(fig, stem)
 
 
@@ -189,7 +186,6 @@ def linear_figure(res: dict, stem: Path) -> None:
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     _accuracy_panel(ax, res["lengths"], {a: res[a]["accuracy"] for a in res["attentions"]},
                     res.get("chance"), f"softmax vs linear attention (RoPE, K={res['K']})")
-    fig.tight_layout()
     save(fig, stem)
 
 
@@ -206,7 +202,6 @@ def variants_figure(res: dict, stem: Path) -> None:
     axes[1].set_ylabel("peak mean attention (max over heads)")
     axes[1].set_title("more heads dilute more (d = 64)", fontsize=9)
     axes[1].legend(fontsize=7)
-    fig.tight_layout()
     save(fig, stem)
 
 
@@ -231,5 +226,4 @@ def maxmargin_figure(res: dict, stem: Path) -> None:
     axes[1].set_title("towards the wd -> 0 limit", fontsize=9)
     for ax in axes:
         ax.legend(fontsize=7)
-    fig.tight_layout()
     save(fig, stem)

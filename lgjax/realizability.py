@@ -112,15 +112,18 @@ def project(head: Head, w):
 
 # ---- tasks as target rules -----------------------------------------------------------------
 
+# the study's ten tasks (its trained grid and alpha_L both): "skip-k" reads i-k, "pos-k" slot k
+TASK_NAMES = ("prev", "skip-2", "skip-3", "skip-5", "copy", "reverse", "first", "pos-2", "pos-5",
+              "induction")
 _PARAM = {"skip": "offset", "pos": "slot"}  # "skip-3" -> TaskConfig("skip", offset=3)
 
 
-def task_config(name: str) -> TaskConfig:
+def task_config(name: str, vocab: int = TaskConfig.vocab) -> TaskConfig:
     base, _, k = name.partition("-")
     if base not in TASKS or (k and (base not in _PARAM or not k.isdigit())):
-        raise ConfigError(f"tasks: unknown task {name!r}; use a name in {sorted(TASKS)} or "
+        raise ConfigError(f"--tasks: unknown task {name!r}; use a name in {sorted(TASKS)} or "
                           f"{'/'.join(f'{b}-k' for b in _PARAM)} with an integer k >= 0")
-    return TaskConfig(base, **({_PARAM[base]: int(k)} if k else {}))
+    return TaskConfig(base, vocab=vocab, **({_PARAM[base]: int(k)} if k else {}))
 
 
 def min_length(name: str) -> int:

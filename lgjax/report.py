@@ -1,4 +1,4 @@
-"""Tables from result dicts: printed (mean +- std over seeds) and tidy CSV rows."""
+"""Tables from result dicts: printed (mean +- std over seeds), markdown, and tidy CSV rows."""
 
 from __future__ import annotations
 
@@ -23,16 +23,23 @@ def rows(results: dict, encodings) -> list[dict]:
     return out
 
 
-def write_csv(results: dict, encodings, path: Path) -> None:
-    table = rows(results, encodings)
+def markdown_table(cols: list[str], rows: list[list]) -> list[str]:
+    """The lines of a markdown table (a "|" or a line break inside a cell is escaped)."""
+    cell = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
+    return (["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+            + ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows])
+
+
+def write_csv(rows: list[dict], path: Path) -> None:
+    """Tidy rows (dicts with the same keys) as CSV, one column per key."""
     with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(table[0]))
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
-        writer.writerows(table)
+        writer.writerows(rows)
 
 
-def multiseed_table(results: dict, encodings) -> str:
-    lengths = results["lengths"]
+def multiseed_table(results: dict) -> str:
+    encodings, lengths = results["encodings"], results["lengths"]
     lo, hi = results["train_lengths"]
     head = f"{'':14s}" + "".join(f"{('L=' + str(L) + ('*' if lo <= L <= hi else '')):>14s}"
                                  for L in lengths)

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from lgjax.claims import DIFFERS, FAILS, HOLDS, MATCHES, NOT_RUN, Verdict
+from lgjax.report import markdown_table
 
 MARK = {MATCHES: "matches", DIFFERS: "DIFFERS", NOT_RUN: "not run", HOLDS: "holds",
         FAILS: "FAILS"}
@@ -156,20 +157,23 @@ def write_json(verdicts, results, figures, path: Path, reduced: bool, study: str
 
 
 def _row(v: Verdict) -> list[str]:
+    """A claim's or an expectation's row of the full tables (CLAIM_COLS / EXPECT_COLS)."""
+    if v.kind == "expect":
+        return [v.id, v.experiment, v.what, "-", "-", v.tolerance, MARK[v.status], v.detail]
     return [v.label, v.where, v.what, fmt_value(v.published), fmt_measured(v.measured),
             v.tolerance, MARK[v.status], v.detail]
+
+
+def _short_row(v: Verdict) -> list[str]:
+    """A claim's row in its experiment's section (SHORT_COLS)."""
+    return [v.label, fmt_value(v.published), fmt_measured(v.measured), MARK[v.status]]
 
 
 CLAIM_COLS = ["claim", "where", "what", "published", "measured (mean +- sd over seeds)",
               "tolerance", "verdict", "detail"]
 EXPECT_COLS = ["expectation", "spec", "says", "published", "measured", "criterion", "verdict",
                "seen"]
-
-
-def _md_table(cols: list[str], rows: list[list[str]]) -> list[str]:
-    cell = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
-    return (["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-            + ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows])
+SHORT_COLS = ["claim", "published", "measured", "verdict"]
 
 
 def write_md(verdicts, results, figures, path: Path, reduced: bool, study: str) -> None:
@@ -178,10 +182,9 @@ def write_md(verdicts, results, figures, path: Path, reduced: bool, study: str) 
     expects = [v for v in verdicts if v.kind == "expect"]
     lines = [f"# Reproduction report: {study}", "", f"**{scale_line(reduced, results)}**", "",
              "```", summary(verdicts, results, reduced, study), "```", "", "## Claims", ""]
-    lines += _md_table(CLAIM_COLS, [_row(v) for v in claims])
+    lines += markdown_table(CLAIM_COLS, [_row(v) for v in claims])
     lines += ["", "## Expectations (the spec's qualitative \"expect\" column)", ""]
-    lines += _md_table(EXPECT_COLS, [[v.id, v.experiment, v.what, "-", "-", v.tolerance,
-                                      MARK[v.status], v.detail] for v in expects])
+    lines += markdown_table(EXPECT_COLS, [_row(v) for v in expects])
     lines += ["", "## Experiments", ""]
     for name in _experiments(verdicts, results, figures):
         lines += [f"### {name}", "", _experiment_line(name, results), ""]
@@ -197,9 +200,7 @@ def write_md(verdicts, results, figures, path: Path, reduced: bool, study: str) 
             lines += ["(no figure)", ""]
         mine = [v for v in claims if v.experiment == name]
         if mine:
-            lines += _md_table(["claim", "published", "measured", "verdict"],
-                               [[v.label, fmt_value(v.published), fmt_measured(v.measured),
-                                 MARK[v.status]] for v in mine]) + [""]
+            lines += markdown_table(SHORT_COLS, [_short_row(v) for v in mine]) + [""]
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -243,9 +244,7 @@ def write_html(verdicts, results, figures, path: Path, reduced: bool, study: str
              f"<pre>{esc(summary(verdicts, results, reduced, study))}</pre>",
              "<h2>Claims</h2>", _html_table(CLAIM_COLS, [(_cls(v), _row(v)) for v in claims]),
              "<h2>Expectations (the spec's qualitative \"expect\" column)</h2>",
-             _html_table(EXPECT_COLS, [(_cls(v), [v.id, v.experiment, v.what, "-", "-",
-                                                  v.tolerance, MARK[v.status], v.detail])
-                                       for v in expects]),
+             _html_table(EXPECT_COLS, [(_cls(v), _row(v)) for v in expects]),
              "<h2>Experiments</h2>"]
     for name in _experiments(verdicts, results, figures):
         parts.append(f"<h3>{esc(name)}</h3><p>{esc(_experiment_line(name, results))}</p>")
@@ -261,10 +260,7 @@ def write_html(verdicts, results, figures, path: Path, reduced: bool, study: str
             parts.append("<p>(no figure)</p>")
         mine = [v for v in claims if v.experiment == name]
         if mine:
-            parts.append(_html_table(["claim", "published", "measured", "verdict"],
-                                     [(_cls(v), [v.label, fmt_value(v.published),
-                                                 fmt_measured(v.measured), MARK[v.status]])
-                                      for v in mine]))
+            parts.append(_html_table(SHORT_COLS, [(_cls(v), _short_row(v)) for v in mine]))
     parts.append("</body></html>")
     path.write_text("\n".join(parts))
 

@@ -137,10 +137,3 @@ class RunDirLock:
             if holder is not None and holder.get("token") == self.token:
                 self.path.unlink()
         self.token = None
-
-    def __enter__(self):
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc):
-        self.release()

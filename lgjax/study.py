@@ -10,7 +10,8 @@ A study is a module in `lgjax.experiments` holding
   table(result) -> str        what is printed
   figure(result, stem)        optional: writes stem.png and stem.pdf
   eval_lengths(cfg)           optional: every length the study evaluates (default cfg.eval_lengths)
-  SCALE                       optional: study fields that count as scale (e.g. "ape_seeds")
+  SCALE                       optional: study fields that count as scale (e.g. "ape_seeds"; a
+                              tuple field, e.g. a grid axis, counts when it lacks a value)
 `run_study(module, cfg)` does the rest, identically for every study. In a job of several
 processes (`lgjax launch`, or LGJAX_DISTRIBUTED=1 on a cluster) every process runs it: training
 splits the seeds over every process's devices, the final states are gathered so `measure` sees
@@ -70,13 +71,15 @@ def out_dir(module: ModuleType, cfg) -> Path:
     return Path(options(cfg).out or f"results/{name_of(module)}")
 
 
-def is_reduced(module: ModuleType, cfg) -> bool:
-    """Below the study's published scale (its Config defaults) in any scale field."""
-    paper = module.Config()
+def is_reduced(cfg, scale: tuple[str, ...] = ()) -> bool:
+    """Below the study's published scale (its Config defaults) in the run options or in a
+    `scale` field: a smaller number, or a tuple lacking some of its published values."""
+    paper = type(cfg)()
     fields = [(cfg.run, paper.run, f) for f in ("seeds", "steps", "batch", "eval_sequences")
               if hasattr(cfg, "run")]
-    fields += [(cfg, paper, f) for f in getattr(module, "SCALE", ())]
-    return any(getattr(a, f) < getattr(b, f) for a, b, f in fields)
+    fields += [(cfg, paper, f) for f in scale]
+    below = lambda x, pub: not set(pub) <= set(x) if isinstance(x, tuple) else x < pub
+    return any(below(getattr(a, f), getattr(b, f)) for a, b, f in fields)
 
 
 def eval_lengths(module: ModuleType, cfg) -> tuple[int, ...]:
@@ -109,12 +112,6 @@ def is_finished(run_dir: Path, rc: RunConfig) -> bool:
     return rc.train.steps in checkpoints.step_folders(run_dir)
 
 
-def check_run_dir(run_dir: Path, rc: RunConfig, resume: bool) -> None:
-    """The run directory is free, or holds this very config: finished (reloaded), or
-    unfinished and --resume given; not locked by another writer. Writes nothing."""
-    checkpoints.check_run_dir(run_dir, rc, resume=resume or is_finished(run_dir, rc))
-
-
 def preflight(module: ModuleType, cfg) -> dict[str, RunConfig]:
     """Every check of every run, before anything trains, compiles or is written."""
     opts = options(cfg)
@@ -128,7 +125,9 @@ def preflight(module: ModuleType, cfg) -> dict[str, RunConfig]:
     for name, rc in runs.items():
         validate(rc, lengths)
         seed_mesh(len(rc.train.seeds), opts.devices or None)
-        check_run_dir(Path(opts.ckpt_root) / name, rc, opts.resume)
+        # free, or holding this very config: finished (reloaded) or resumed; writes nothing
+        run_dir = Path(opts.ckpt_root) / name
+        checkpoints.check_run_dir(run_dir, rc, resume=opts.resume or is_finished(run_dir, rc))
     check_writable(out_dir(module, cfg), "--out")
     if runs:
         check_writable(Path(opts.ckpt_root), "--ckpt-root")
@@ -177,7 +176,7 @@ def run_study(module: ModuleType, cfg) -> dict:
                for name, rc in runs.items()}
     t_train = time.perf_counter() - t0
     result = {"experiment": name_of(module), "config": dataclasses.asdict(cfg),
-              "reduced": is_reduced(module, cfg),
+              "reduced": is_reduced(cfg, getattr(module, "SCALE", ())),
               **module.measure(cfg, trained),
               "run_dirs": {name: str(t.run_dir) for name, t in trained.items()},
               "train_seconds": {name: t.seconds for name, t in trained.items()}}

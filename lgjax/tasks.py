@@ -163,13 +163,18 @@ TASKS: dict[str, Task] = {
 }
 
 
+def _keys_and_lengths(key, batch: int, lmin: int, lmax: int):
+    """A key per sequence and lengths uniform in [lmin, lmax]."""
+    k_len, k_seq = jax.random.split(key)
+    return (jax.random.split(k_seq, batch),
+            jax.random.randint(k_len, (batch,), lmin, lmax + 1, dtype=jnp.int32))
+
+
 def sample_batch(cfg: TaskConfig, key, batch: int, lmin: int, lmax: int, Lpad: int) -> Batch:
     """`batch` sequences with lengths uniform in [lmin, lmax], padded to Lpad."""
-    k_len, k_seq = jax.random.split(key)
-    lengths = jax.random.randint(k_len, (batch,), lmin, lmax + 1, dtype=jnp.int32)
-    keys = jax.random.split(k_seq, batch)
     task = TASKS[cfg.name]
-    return jax.vmap(lambda k, n: task.sample(k, n, Lpad, cfg))(keys, lengths)
+    return jax.vmap(lambda k, n: task.sample(k, n, Lpad, cfg))(
+        *_keys_and_lengths(key, batch, lmin, lmax))
 
 
 # ==== contract study tasks (spec: contract.md, part 2) =========================================
@@ -183,7 +188,7 @@ def sample_batch(cfg: TaskConfig, key, batch: int, lmin: int, lmax: int, Lpad: i
 
 MAX_WRITES = 4  # ordered_update: 2..MAX_WRITES SET/value pairs (fewer when the content is short)
 # ordered_update: a query-to-last-SET distance >= NEAR_FAR is "far". 16 is the clipped relative
-# bias's clip (ModelConfig.rel_clip): past it that scheme cannot order SETs by position, and the
+# bias's clip (RelClipOptions.clip): past it that scheme cannot order SETs by position, and the
 # steepest geometric ALiBi head (slope 1/4 at 4 heads) has already subtracted >= 4 logits; below
 # it every scheme sees the distance. Training lengths 19..32 still hold far examples.
 NEAR_FAR = 16
@@ -347,8 +352,6 @@ def sample_shift_pair(cfg: TaskConfig, key, batch: int, lmin: int, lmax: int, Lp
             f"length {Lpad}; lower the shift or the length, or raise Lpad")
     task.validate(cfg, lmin, lmax)
     moved = replace(cfg, pad_prefix=cfg.pad_prefix + shift)
-    k_len, k_seq = jax.random.split(key)
-    lengths = jax.random.randint(k_len, (batch,), lmin, lmax + 1, dtype=jnp.int32)
-    keys = jax.random.split(k_seq, batch)
+    keys, lengths = _keys_and_lengths(key, batch, lmin, lmax)
     plain = jax.vmap(lambda k, n: task.sample(k, n, Lpad, cfg))(keys, lengths)
     return plain, jax.vmap(lambda k, n: task.sample(k, n + shift, Lpad, moved))(keys, lengths)

@@ -19,6 +19,7 @@ import optax
 from lgjax import models, tasks
 from lgjax.config import RunConfig, TrainConfig
 from lgjax.devices import first_local, place, seed_mesh, shard_seeds, to_host
+from lgjax.errors import TrainingDiverged
 from lgjax.keys import DATA, INIT, seed_keys, stream
 
 
@@ -28,10 +29,6 @@ class TrainState(NamedTuple):
     step: jax.Array  # int32 []: optimizer steps taken
     key: jax.Array  # uint32 key data of key(seed)
     bad_step: jax.Array  # int32 []: first step whose loss or params were not finite, else -1
-
-
-class TrainingDiverged(RuntimeError):
-    pass
 
 
 def make_optimizer(t: TrainConfig) -> optax.GradientTransformation:
@@ -62,12 +59,11 @@ def init_state(key_data, cfg: RunConfig) -> TrainState:
     return TrainState(params, opt_state, jnp.int32(0), key_data, jnp.int32(-1))
 
 
-def make_seed_step(cfg: RunConfig, path: str | None = None,
-                   sample: Callable | None = None) -> Callable:
+def make_seed_step(cfg: RunConfig, sample: Callable | None = None) -> Callable:
     """One optimizer step for one seed: state -> (state, loss). `sample(state) -> Batch`
     replaces cfg.task's sampler (the grid runner picks a cell's task there)."""
     t = cfg.train
-    apply = models.make_apply(cfg, path)
+    apply = models.make_apply(cfg)
     opt = make_optimizer(t)
     sample = sample or (lambda state: tasks.sample_batch(
         cfg.task, stream(state.key, DATA, state.step), t.batch, t.lmin, t.lmax, t.lmax))
@@ -111,6 +107,15 @@ def seed_blocks(fn: Callable, n_seeds: int, block: int | None = None) -> Callabl
     return blocked
 
 
+def over_seeds(fn: Callable, n_seeds: int, strategy: str) -> Callable:
+    """fn(state, rest) over a stack of n_seeds states: vmap, blocks of vmaps, or lax.map."""
+    if strategy == "vmap":
+        return jax.vmap(fn, in_axes=(0, None))
+    if strategy == "blocks":
+        return seed_blocks(fn, n_seeds)
+    return lambda states, rest: jax.lax.map(lambda s: fn(s, rest), states)
+
+
 def run_steps(step: Callable, state: TrainState, n_steps):
     """`n_steps` (traced) applications of step inside one loop: (state, mean loss)."""
     def body(_, carry):
@@ -122,28 +127,22 @@ def run_steps(step: Callable, state: TrainState, n_steps):
     return state, total / jnp.maximum(n_steps, 1)
 
 
-def make_chunk_runner(cfg: RunConfig, path: str | None = None, strategy: str | None = None,
-                      wrap: Callable = lambda f: f, devices: int | None = None):
+def make_chunk_runner(cfg: RunConfig, strategy: str | None = None, wrap: Callable = lambda f: f,
+                      devices: int | None = None):
     """jit(states_S, n_steps) -> (states_S, mean loss per seed over the chunk).
 
     Seeds are split over `devices` devices (None: all that divide the seed count) with
     shard_map; `wrap` decorates the traced function (tests pass chex.assert_max_traces(n=1)).
     """
     mesh = seed_mesh(len(cfg.train.seeds), devices)
-    step = make_seed_step(cfg, path)
-
-    def run_one(state, n_steps):
-        return run_steps(step, state, n_steps)
+    step = make_seed_step(cfg)
 
     strategy = strategy or resolve_strategy(cfg)
 
     def run_block(states_S, n_steps):
         n_local = jax.tree.leaves(states_S)[0].shape[0]
-        if strategy == "vmap":
-            return jax.vmap(run_one, in_axes=(0, None))(states_S, n_steps)
-        if strategy == "blocks":
-            return seed_blocks(run_one, n_local)(states_S, n_steps)
-        return jax.lax.map(lambda s: run_one(s, n_steps), states_S)
+        run_one = lambda state, n: run_steps(step, state, n)
+        return over_seeds(run_one, n_local, strategy)(states_S, n_steps)
 
     @jax.jit
     @wrap
@@ -153,16 +152,17 @@ def make_chunk_runner(cfg: RunConfig, path: str | None = None, strategy: str | N
     return lambda states_S, n_steps: run(place(states_S, mesh), n_steps)
 
 
-def init_states(cfg: RunConfig) -> TrainState:
-    keys_S = seed_keys(cfg.train.seeds)
+def init_states(cfg: RunConfig, repeat: int = 1) -> TrainState:
+    """Every seed's initial state, stacked; the whole stack `repeat` times (grid cells)."""
+    keys_S = jnp.tile(seed_keys(cfg.train.seeds), (repeat, 1))
     return jax.jit(jax.vmap(lambda k: init_state(k, cfg)))(keys_S)
 
 
-def abstract_states(cfg: RunConfig):
-    """Restore target: shapes and dtypes of the stacked state, whole on this process's first
-    device (so a checkpoint saved on N devices, by any number of processes, restores on any
-    other count; the runner re-shards)."""
-    keys_S = jax.ShapeDtypeStruct((len(cfg.train.seeds), 2), jnp.uint32)
+def abstract_states(cfg: RunConfig, n: int | None = None):
+    """Restore target: shapes and dtypes of the stacked state (n states; default one per
+    seed), whole on this process's first device (so a checkpoint saved on N devices, by any
+    number of processes, restores on any other count; the runner re-shards)."""
+    keys_S = jax.ShapeDtypeStruct((n or len(cfg.train.seeds), 2), jnp.uint32)
     shapes = jax.eval_shape(jax.vmap(lambda k: init_state(k, cfg)), keys_S)
     device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
     return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=device), shapes)
@@ -180,11 +180,12 @@ def chunk_boundaries(t: TrainConfig, start: int) -> list[int]:
     return sorted(s for s in marks if start < s <= t.steps)
 
 
-def check_finite(states: TrainState, seeds: tuple[int, ...]) -> None:
+def check_finite(states: TrainState, names: list[str]) -> None:
+    """TrainingDiverged naming the first state (names[i], e.g. "seed 3") that went non-finite."""
     bad = np.asarray(states.bad_step)
     if (bad >= 0).any():
         i = int(np.argmax(bad >= 0))
-        raise TrainingDiverged(f"seed {seeds[i]} produced a non-finite loss or parameter at step "
+        raise TrainingDiverged(f"{names[i]} produced a non-finite loss or parameter at step "
                                f"{int(bad[i])}; lower train.lr or check the config")
 
 
@@ -204,7 +205,7 @@ def train(cfg: RunConfig, states: TrainState | None = None, on_chunk: Callable |
         states, loss_S = runner(states, jnp.int32(end - start))
         # one exchange per chunk: every process sees every seed's flag and loss, decides alike
         bad_S, loss_S = to_host((states.bad_step, loss_S))
-        check_finite(states._replace(bad_step=bad_S), cfg.train.seeds)
+        check_finite(states._replace(bad_step=bad_S), [f"seed {s}" for s in cfg.train.seeds])
         if on_chunk is not None:
             on_chunk(end, states, loss_S)
         start = end

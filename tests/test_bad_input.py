@@ -14,7 +14,7 @@ CASES = [  # (argv, what the one line must name)
     (["multiseed", "--eval-lengths", ","], "--eval-lengths"),
     (["multiseed", "--encodings", ","], "--encodings"),
     (["multiseed", "--devices=-1"], "--devices"),
-    (["multiseed", "--encodings", "ape", "--eval-lengths", "12,80"], "ape_size"),
+    (["multiseed", "--encodings", "ape", "--eval-lengths", "12,80"], "model.enc.size"),
     (["multiseed", "--d", "15", "--encodings", "rope"], "model.d"),
     (["multiseed", "--d", "30", "--heads", "4"], "model.d"),
     (["multiseed", "--K", "8", "--train-lengths", "8,16"], "task.offset"),

@@ -32,7 +32,7 @@ def test_config_errors_before_compile(tmp_path, capsys):
     cases = [(["--K", "8", "--train-lengths", "8,16"], "task.offset"),
              (["--d", "15", "--encodings", "rope"], "model.d"),
              (["--d", "30", "--heads", "4"], "model.d"),
-             (["--encodings", "ape", "--eval-lengths", "12,80"], "ape_size")]
+             (["--encodings", "ape", "--eval-lengths", "12,80"], "model.enc.size")]
     for extra, field in cases:
         assert main(["multiseed", "--steps", "1", *common, *extra]) == 2
         assert field in capsys.readouterr().err

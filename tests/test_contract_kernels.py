@@ -19,7 +19,7 @@ from lgjax import checkpoints, driver, keys, models, train
 from lgjax import contracts as C
 from lgjax.cli import main
 from lgjax.config import ConfigError, ModelConfig
-from lgjax.encodings import ENCODINGS, t5_bucket
+from lgjax.encodings import ENCODINGS, AlibiOptions, t5_bucket
 from lgjax.experiments import contract_lab
 from tests.conftest import tiny
 from tests.test_integrity import DAMAGE
@@ -52,8 +52,8 @@ def test_kernels_are_read_at_the_causal_mirror():
 
 def test_registered_alibi_and_clip_are_the_stand_ins_less_the_content_term():
     qk = C.Q @ C.K
-    alibi = C.kernel_score(ENCODINGS["alibi"].kernel, {}, ModelConfig("alibi", alibi_slope=0.07),
-                           None)
+    alibi = C.kernel_score(ENCODINGS["alibi"].kernel, {},
+                           ModelConfig("alibi", enc=AlibiOptions(slope=0.07)), None)
     np.testing.assert_allclose(C.distance_curve(alibi, 96), C.distance_curve(C.alibi, 96) - qk,
                                rtol=0, atol=1e-12)
     table = {"relbias": -C.REL_SLOPE * np.arange(C.CLIP + 1.0)[:, None]}  # float64 params
@@ -110,7 +110,7 @@ def test_registered_ape_out_of_table_fraction(train_h, test):
 
 
 def test_per_head_profiles():
-    m = ModelConfig("alibi", d=16, heads=4, alibi_slopes="geometric")
+    m = ModelConfig("alibi", d=16, heads=4, enc=AlibiOptions(slopes="geometric"))
     ps = C.kernel_profiles(ENCODINGS["alibi"].kernel, {}, m, None, test=40)
     assert len(ps) == 4
     for h, p in enumerate(ps):

@@ -80,12 +80,13 @@ def test_retrieval_keeps_the_label_of_evidence_tasks(name):
 def test_interpolation_configs_per_scheme():
     m = ModelConfig(d=16, heads=2)
     rep = lambda **kw: dataclasses.replace(m, **kw)
-    assert contract_eval.interpolated(rep(encoding="ape", ape_oob="clamp"), 64, 32).ape_oob == \
-        "interp"
-    assert contract_eval.interpolated(rep(encoding="rope"), 128, 32).rope_scale == 0.25
-    assert contract_eval.interpolated(rep(encoding="nope"), 128, 32) == rep(encoding="nope")
-    pi = contract_eval.interpolated(rep(encoding="alibi"), 64, 32)
-    assert (pi.encoding, pi.pos_scale) == ("alibi+pi", 0.5)
+    ape = rep(encoding="ape", enc=encodings.ApeOptions(oob="clamp"))
+    assert contract_eval.interpolated(ape, 64, 32).enc.oob == "interp"
+    assert contract_eval.interpolated(rep(encoding="rope"), 128, 32).enc.scale == 0.25
+    nope = rep(encoding="nope", enc=None)
+    assert contract_eval.interpolated(nope, 128, 32) == nope
+    pi = contract_eval.interpolated(rep(encoding="alibi", enc=None), 64, 32)
+    assert (pi.encoding, pi.enc.pos_scale, pi.enc.slopes) == ("alibi+pi", 0.5, "fixed")
     assert "alibi+pi" not in ENCODINGS  # registered only while evaluating
     with contract_eval.pi_encodings():
         assert "alibi+pi" in ENCODINGS
@@ -93,17 +94,18 @@ def test_interpolation_configs_per_scheme():
 
 
 def test_interpolated_biases_scale_distances():
-    m = ModelConfig(encoding="relclip", d=16, heads=2, rel_clip=4)
+    m = ModelConfig(encoding="relclip", d=16, heads=2, enc=encodings.RelClipOptions(clip=4))
     table = {"relbias": jnp.arange(10.0).reshape(5, 2)}
     dist = jnp.array([0, 1, 3, 6, 20])
-    same = contract_eval.Interpolated(**dataclasses.asdict(m) | {"pos_scale": 1.0})
+    same = contract_eval._through_pi_encoding(m, 1.0)
     np.testing.assert_allclose(contract_eval._scaled_clip(table, dist, same),
                                encodings.clip_bias(table, dist, m))
-    half = dataclasses.replace(same, pos_scale=0.5)  # 3 -> 1.5: halfway between rows 1 and 2
+    half = contract_eval._through_pi_encoding(m, 0.5)  # 3 -> 1.5: halfway between rows 1 and 2
     np.testing.assert_allclose(contract_eval._scaled_clip(table, dist, half)[2], [3.0, 4.0])
-    a = dataclasses.replace(half, encoding="alibi", alibi_slopes="geometric")
-    np.testing.assert_allclose(contract_eval._scaled_alibi({}, dist, a),
-                               encodings.alibi_bias({}, dist * 0.5, a))
+    alibi = ModelConfig("alibi", heads=2, enc=encodings.AlibiOptions(slopes="geometric"))
+    np.testing.assert_allclose(
+        contract_eval._scaled_alibi({}, dist, contract_eval._through_pi_encoding(alibi, 0.5)),
+        encodings.alibi_bias({}, dist * 0.5, alibi))
 
 
 @pytest.mark.parametrize("encoding", ["relclip", "rope"])  # the bias path and the rotary path
@@ -227,4 +229,4 @@ def test_runs_one_cell_per_task_and_scheme_differing_only_in_the_encoding():
                 rc.train.batch, rc.train.lr, rc.train.seeds) == (2, 4, 64, 8, 32, 64, 1e-3,
                                                                  (0, 1, 2, 3, 4))
     ape, alibi = runs["contract/offset_copy/ape"].model, runs["contract/offset_copy/alibi"].model
-    assert (ape.ape_oob, ape.ape_train_max, alibi.alibi_slopes) == ("clamp", 32, "geometric")
+    assert (ape.enc.oob, ape.enc.train_max, alibi.enc.slopes) == ("clamp", 32, "geometric")

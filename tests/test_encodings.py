@@ -33,7 +33,7 @@ def test_rope_rotation_preserves_norm_and_is_identity_at_zero():
 
 
 def test_rope_kernel_is_sum_of_cosines():
-    cfg = ModelConfig(d=8, rope_base=100.0)
+    cfg = ModelConfig(d=8, enc=E.RopeOptions(base=100.0))
     theta = 100.0 ** (-np.arange(4) * 2 / 8)
     g = np.asarray(E.rope_kernel({}, 5, np.arange(6), cfg))[:, 0]
     np.testing.assert_allclose(g, np.cos(np.outer(np.arange(6) - 5, theta)).sum(1), rtol=1e-5)
@@ -41,7 +41,7 @@ def test_rope_kernel_is_sum_of_cosines():
 
 
 def test_t5_buckets_hand_computed():
-    cfg = ModelConfig(t5_buckets=32, t5_max_distance=128)
+    cfg = ModelConfig("t5", enc=E.T5Options(buckets=32, max_distance=128))
     got = np.asarray(E.t5_bucket(jnp.array([0, 1, 15, 16, 32, 64, 127, 500]), cfg))
     # exact below 16; then 16 + floor(log(d/16)/log(8) * 16), capped at 31
     want = [0, 1, 15, 16, 16 + int(np.log(2) / np.log(8) * 16),
@@ -50,42 +50,41 @@ def test_t5_buckets_hand_computed():
 
 
 def test_alibi_and_clip_biases():
-    cfg = ModelConfig(alibi_slope=0.5, rel_clip=3, heads=2)
-    np.testing.assert_allclose(E.alibi_bias({}, jnp.arange(4), cfg)[:, 0], [0, -0.5, -1, -1.5])
+    alibi = ModelConfig("alibi", heads=2, enc=E.AlibiOptions(slope=0.5))
+    np.testing.assert_allclose(E.alibi_bias({}, jnp.arange(4), alibi)[:, 0], [0, -0.5, -1, -1.5])
     params = {"relbias": jnp.arange(8.0).reshape(4, 2)}
-    np.testing.assert_allclose(E.clip_bias(params, jnp.array([0, 2, 3, 9]), cfg)[:, 1],
+    clip = ModelConfig("relclip", heads=2, enc=E.RelClipOptions(clip=3))
+    np.testing.assert_allclose(E.clip_bias(params, jnp.array([0, 2, 3, 9]), clip)[:, 1],
                                [1, 5, 7, 7])
 
 
 def test_ape_positions_beyond_table_error_names_field():
-    cfg = RunConfig(model=ModelConfig(encoding="ape", ape_size=32, ape_oob="untrained"))
-    with pytest.raises(ConfigError, match="ape_size"):
+    cfg = RunConfig(model=ModelConfig(encoding="ape", enc=E.ApeOptions(size=32, oob="untrained")))
+    with pytest.raises(ConfigError, match=r"model\.enc\.size"):
         validate(cfg, eval_lengths=(48,))
     validate(cfg, eval_lengths=(32,))
 
 
 def test_ape_untrained_rows_are_read_only_when_asked():
     """Rows past train.lmax never get gradient: the default refuses to evaluate there."""
-    cfg = RunConfig(model=ModelConfig(encoding="ape"))  # lmax 16, ape_oob "error"
-    with pytest.raises(ConfigError, match="ape_oob"):
+    cfg = RunConfig(model=ModelConfig(encoding="ape"))  # lmax 16, oob "error"
+    with pytest.raises(ConfigError, match=r"model\.enc\.oob"):
         validate(cfg, eval_lengths=(17,))
     validate(cfg, eval_lengths=(16,))
-    clamp_past = RunConfig(model=ModelConfig(encoding="ape", ape_oob="clamp", ape_train_max=20))
-    with pytest.raises(ConfigError, match="ape_train_max"):  # would clamp onto untrained rows
+    clamp_past = RunConfig(model=ModelConfig("ape", enc=E.ApeOptions(oob="clamp", train_max=20)))
+    with pytest.raises(ConfigError, match=r"model\.enc\.train_max"):  # clamps onto untrained rows
         validate(clamp_past, eval_lengths=(48,))
 
 
 def test_ape_inference_fixes_map_into_trained_range():
-    cfg = ModelConfig(encoding="ape", ape_train_max=16, ape_oob="clamp")
+    ape = lambda oob: ModelConfig("ape", enc=E.ApeOptions(train_max=16, oob=oob))
     pos = jnp.arange(32)
-    assert int(E.ape_positions(pos, 32, cfg).max()) == 15
-    rescale = ModelConfig(ape_train_max=16, ape_oob="rescale")
-    assert int(E.ape_positions(pos, 32, rescale).max()) == 15
-    frac = E.ape_positions(pos, 32, ModelConfig(ape_train_max=16, ape_oob="interp"))
+    assert int(E.ape_positions(pos, 32, ape("clamp")).max()) == 15
+    assert int(E.ape_positions(pos, 32, ape("rescale")).max()) == 15
+    frac = E.ape_positions(pos, 32, ape("interp"))
     assert float(frac[-1]) == pytest.approx(15.0)
     table = {"ape": jnp.arange(64.0)[:, None] * jnp.ones((1, 4))}
-    interp = E.ape_table(table, jnp.array([31]), 63, ModelConfig(ape_train_max=16,
-                                                                 ape_oob="interp"))
+    interp = E.ape_table(table, jnp.array([31]), 63, ape("interp"))
     assert float(interp[0, 0]) == pytest.approx(31 * 15 / 62)
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from lgjax import models, transformer
 from lgjax.config import ModelConfig
-from lgjax.encodings import ENCODINGS, logit_scale
+from lgjax.encodings import ENCODINGS, ApeOptions, logit_scale
 
 RELATIVE = ("rope", "alibi", "t5", "relclip", "nope")
 ABSOLUTE = ("ape", "sinusoidal")
@@ -17,7 +17,8 @@ ABSOLUTE = ("ape", "sinusoidal")
 
 def _params(name: str, d: int = 8, seed: int = 0) -> tuple[dict, ModelConfig]:
     """Head params with random projections and a non-trivial encoding table."""
-    cfg = ModelConfig(encoding=name, d=d, heads=2, ape_oob="untrained")
+    enc = ApeOptions(oob="untrained") if name == "ape" else None
+    cfg = ModelConfig(encoding=name, d=d, heads=2, enc=enc)
     ks = jax.random.split(jax.random.key(seed), 4)
     params = {"wq": jax.random.normal(ks[0], (d, d)), "wk": jax.random.normal(ks[1], (d, d)),
               **ENCODINGS[name].init(ks[2], cfg)}
@@ -83,7 +84,7 @@ def test_absolute_scores_are_not(name):
 def test_every_row_head_is_causal_through_gradients(arch):
     """d logit[i] / d (position row j) is zero for every j > i and not for j <= i."""
     cfg = ModelConfig(encoding="ape", arch=arch, d=16, heads=2, layers=2, query="all",
-                      ape_size=16)
+                      enc=ApeOptions(size=16))
     L = 10
     tokens = jax.random.randint(jax.random.key(1), (L,), 0, 8)
     if arch == "head":

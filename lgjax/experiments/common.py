@@ -5,7 +5,22 @@ from __future__ import annotations
 import numpy as np
 
 from lgjax import evaluate
+from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.encodings import ApeOptions
 from lgjax.study import Trained
+
+
+def run_config(cfg, task: TaskConfig, model: ModelConfig, **train) -> RunConfig:
+    """A run at the study's shared options (its steps, batch and seeds), `train` on top."""
+    shared = {"steps": cfg.run.steps, "batch": cfg.run.batch, "seeds": seeds(cfg)}
+    return RunConfig(task, model, TrainConfig(**shared | train))
+
+
+def implicit_bias_model(encoding: str, **fields) -> ModelConfig:
+    """The implicit-bias study reads the APE table's rows past the trained range as they are
+    (what they do is its finding); every other encoding keeps its defaults."""
+    enc = ApeOptions(oob="untrained") if encoding == "ape" else None
+    return ModelConfig(encoding=encoding, enc=enc, **fields)
 
 
 def evaluate_run(t: Trained, lengths, run) -> evaluate.LengthEval:

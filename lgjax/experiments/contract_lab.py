@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 
 from lgjax import checkpoints, contracts, keys, models, plots  # noqa: E402
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig  # noqa: E402
-from lgjax.encodings import ENCODINGS  # noqa: E402
+from lgjax.encodings import ENCODINGS, ApeOptions  # noqa: E402
 
 SEED = 0  # registered encodings are profiled at the init of this seed (what its run starts from)
 
@@ -58,8 +58,9 @@ def lab_run_config(name: str, cfg: Config) -> RunConfig:
     defaults (d 64, 1 head, RoPE base 1e4, ALiBi slope 1, T5 32 buckets to 128, clip 16, sinusoid
     base 1e4); APE has a row per tested position, and rows from the train horizon on count as
     never trained (TrainConfig.lmax = train), so they are undefined, as in the stand-in."""
-    model = ModelConfig(encoding=name, ape_size=max(ModelConfig.ape_size, cfg.test),
-                        ape_oob="untrained")
+    enc = ApeOptions(size=max(ApeOptions.size, cfg.test), oob="untrained") \
+        if ENCODINGS[name].options is ApeOptions else None
+    model = ModelConfig(encoding=name, enc=enc)
     return RunConfig(TaskConfig(), model, TrainConfig(lmin=1, lmax=cfg.train, seeds=(SEED,)))
 
 
@@ -143,7 +144,7 @@ def measure(cfg: Config, trained_runs: dict | None = None) -> dict:
             "tolerances": {"shift": contracts.SHIFT_TOL, "collide": contracts.COLLIDE,
                            "monotonic": contracts.MONO_TOL},
             "schemes": contracts.lab(cfg.train, cfg.test, cfg.shift),
-            "encoding_config": asdict(lab_run_config("<name>", cfg)),
+            "encoding_configs": {n: asdict(lab_run_config(n, cfg)) for n in ENCODINGS},
             "encodings": registered(cfg), "trained": run,
             "wall_seconds": time.perf_counter() - t0}
 

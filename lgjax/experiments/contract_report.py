@@ -16,15 +16,11 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from lgjax import plots  # noqa: E402
-from lgjax.config import ConfigError  # noqa: E402
-from lgjax.contract_verdicts import (  # noqa: E402
+from lgjax import plots
+from lgjax.config import ConfigError
+from lgjax.contract_verdicts import (
     COLUMNS,
     MATRIX,
     POLICY,
@@ -42,6 +38,7 @@ from lgjax.contract_verdicts import (  # noqa: E402
     thesis_line,
     winners,
 )
+from lgjax.report import markdown_table
 
 # ---- text ----------------------------------------------------------------------------------
 
@@ -58,52 +55,47 @@ def predicted_table() -> str:
     return "\n".join(lines)
 
 
+def md(cols: list[str], rows: list[list]) -> str:
+    return "\n".join(markdown_table(cols, rows))
+
+
 def matrix_table(result: dict) -> str:
     lines = []
     for task in result["cells"]:
         cols = [c for c in (*MATRIX, "matched_extend", "near_extend", "far_extend")
-            if column(result, task, c)]
+                if column(result, task, c)]
         ok = learnable_map(result, task)
-        lines += ["", f"## {task}", "| scheme | " + " | ".join(COLUMNS[c][0] for c in cols)
-                  + " | learnable |", "|---" * (len(cols) + 2) + "|"]
         values = {c: column(result, task, c) for c in cols}
-        for s in result["schemes"]:
-            if s in values["in_range"]:
-                lines.append(f"| {s} | " + " | ".join(fmt(values[c][s]) if s in values[c]
-                                                      else "-" for c in cols)
-                             + f" | {'yes' if ok[s] else 'NO'} |")
+        rows = [[s, *(fmt(values[c][s]) if s in values[c] else "-" for c in cols),
+                 "yes" if ok[s] else "NO"] for s in result["schemes"] if s in values["in_range"]]
+        lines += ["", f"## {task}",
+                  md(["scheme", *(COLUMNS[c][0] for c in cols), "learnable"], rows)]
     return "\n".join(lines)
 
 
 def verdict_table(result: dict) -> str:
-    lines = ["| task | column | scheme | predicted | verdict | vs | difference [95% CI] |",
-             "|---|---|---|---|---|---|---|"]
-    for v in judge(result):
-        diff = "" if "diff" not in v else "{:+.2f} [{:+.2f},{:+.2f}]".format(*v["diff"])
-        lines.append(f"| {v['task']} | {COLUMNS[v['column']][0]} | {v['scheme']} | "
-                     f"{'+' if v['side'] == 'high' else '-'} | {v['verdict']} | "
-                     f"{v.get('rival', '')} | {diff} |")
-    return "\n".join(lines)
+    rows = [[v["task"], COLUMNS[v["column"]][0], v["scheme"], "+" if v["side"] == "high" else "-",
+             v["verdict"], v.get("rival", ""),
+             "" if "diff" not in v else "{:+.2f} [{:+.2f},{:+.2f}]".format(*v["diff"])]
+            for v in judge(result)]
+    return md(["task", "column", "scheme", "predicted", "verdict", "vs",
+                  "difference [95% CI]"], rows)
 
 
 def intervention_table(result: dict) -> str:
-    lines = ["| task | scheme | intervention | effect on ext. accuracy [95% CI] | label |",
-             "|---|---|---|---|---|"]
-    for v in interventions(result):
-        lines.append("| {} | {} | {} | {:+.2f} [{:+.2f},{:+.2f}] | {} |".format(
-            v["task"], v["scheme"], v["intervention"], *v["diff"], v["effect"]))
-    return "\n".join(lines)
+    rows = [[v["task"], v["scheme"], v["intervention"],
+             "{:+.2f} [{:+.2f},{:+.2f}]".format(*v["diff"]), v["effect"]]
+            for v in interventions(result)]
+    return md(["task", "scheme", "intervention", "effect on ext. accuracy [95% CI]",
+                  "label"], rows)
 
 
 def matched_table(result: dict) -> str:
-    lines = ["| task | loss level | scheme | step (mean) | ext. accuracy at matched loss | "
-             "ext. accuracy final |", "|---|---|---|---|---|---|"]
-    for task, m in result.get("matched", {}).items():
-        final = column(result, task, "extend")
-        for s, c in m["schemes"].items():
-            lines.append(f"| {task} | {m['level']:.3f} | {s} | {np.mean(c['step']):.0f} | "
-                         f"{fmt(c['extend'])} | {fmt(final[s])} |")
-    return "\n".join(lines)
+    rows = [[task, f"{m['level']:.3f}", s, f"{np.mean(c['step']):.0f}", fmt(c["extend"]),
+             fmt(column(result, task, "extend")[s])]
+            for task, m in result.get("matched", {}).items() for s, c in m["schemes"].items()]
+    return md(["task", "loss level", "scheme", "step (mean)",
+                  "ext. accuracy at matched loss", "ext. accuracy final"], rows)
 
 
 def correlation_table(result: dict) -> str:
@@ -111,11 +103,9 @@ def correlation_table(result: dict) -> str:
     names = list(next(iter(corr.values()))) if corr else []
     strength = {k: np.nanmean([abs(corr[t][k]) for t in corr]) if any(
         np.isfinite(corr[t][k]) for t in corr) else float("nan") for k in names}
-    lines = ["| predictor | " + " | ".join(corr) + " | mean abs |",
-             "|---" * (len(corr) + 2) + "|"]
-    for k in names:
-        lines.append(f"| {k} | " + " | ".join(f"{corr[t][k]:+.2f}" for t in corr)
-                     + f" | {strength[k]:.2f} |")
+    lines = markdown_table(["predictor", *corr, "mean abs"],
+                           [[k, *(f"{corr[t][k]:+.2f}" for t in corr), f"{strength[k]:.2f}"]
+                            for k in names])
     contract = {k: v for k, v in strength.items() if k != "in-range loss" and np.isfinite(v)}
     if contract and np.isfinite(strength.get("in-range loss", np.nan)):
         best = max(contract, key=contract.get)
@@ -125,36 +115,28 @@ def correlation_table(result: dict) -> str:
 
 
 def failure_table(result: dict) -> str:
-    edges = RANGES
-    names = [f"{a}-{b - 1}" for a, b in zip(edges[:-1], edges[1:])]
-    lines = ["| task | scheme | " + " | ".join(names) + " |", "|---" * (len(names) + 2) + "|"]
-    for task in result["cells"]:
-        for s, c in ordered(result, task):
-            cells = ["" if v is None else f"{v:.2f}" for v in failure_ranges(c, edges)]
-            lines.append(f"| {task} | {s} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    names = [f"{a}-{b - 1}" for a, b in zip(RANGES[:-1], RANGES[1:])]
+    rows = [[task, s, *("" if v is None else f"{v:.2f}" for v in failure_ranges(c, RANGES))]
+            for task in result["cells"] for s, c in ordered(result, task)]
+    return md(["task", "scheme", *names], rows)
 
 
 def attention_table(result: dict) -> str:
     """The chosen head's in-range hit rate and the largest per-head logit range."""
     ext = result["extend"]
-    lines = ["| task | scheme | head hit rate (in range) | logit range in range | "
-             + " | ".join(f"at {L}" for L in ext) + " |", "|---" * (len(ext) + 4) + "|"]
-    for task in result["cells"]:
-        for s, c in ordered(result, task):
-            top = lambda r: f"{np.mean(np.max(r, axis=-1)):.1f}"
-            cols = [top(c["extend"][str(L)]["logit_range"]) for L in ext]
-            lines.append(f"| {task} | {s} | {np.mean(c['in_range']['hit_rate']):.2f} | "
-                         f"{top(c['in_range']['logit_range'])} | " + " | ".join(cols) + " |")
-    return "\n".join(lines)
+    top = lambda r: f"{np.mean(np.max(r, axis=-1)):.1f}"
+    rows = [[task, s, f"{np.mean(c['in_range']['hit_rate']):.2f}",
+             top(c["in_range"]["logit_range"]),
+             *(top(c["extend"][str(L)]["logit_range"]) for L in ext)]
+            for task in result["cells"] for s, c in ordered(result, task)]
+    return md(["task", "scheme", "head hit rate (in range)", "logit range in range",
+                  *(f"at {L}" for L in ext)], rows)
 
 
 def params_table(result: dict) -> str:
-    lines = ["| scheme | parameters | encoding | encoding (trained) |", "|---|---|---|---|"]
-    for s, c in ordered(result, result["tasks"][0]):
-        p = c["params"]
-        lines.append(f"| {s} | {p['total']} | {p['encoding']} | {p['encoding_trained']} |")
-    return "\n".join(lines)
+    rows = [[s, c["params"]["total"], c["params"]["encoding"], c["params"]["encoding_trained"]]
+            for s, c in ordered(result, result["tasks"][0])]
+    return md(["scheme", "parameters", "encoding", "encoding (trained)"], rows)
 
 
 def render(result: dict) -> str:
@@ -198,7 +180,7 @@ def figure(result: dict, stem: Path) -> None:
     marks = {(v["task"], v["column"], v["scheme"]): v["verdict"] for v in judge(result)}
     tasks, schemes = list(result["cells"]), result["schemes"]
     rows = (len(MATRIX) + 2) // 3
-    fig, axes = plt.subplots(rows, 3, squeeze=False,
+    fig, axes = plots.plt.subplots(rows, 3, squeeze=False,
                              figsize=(5.5 * 3, rows * (0.75 * len(tasks) + 1.6)))
     for ax in axes.flat[len(MATRIX):]:
         ax.axis("off")
@@ -219,7 +201,6 @@ def figure(result: dict, stem: Path) -> None:
     fig.suptitle("contract matrix: mean ± 95% CI half-width over seeds "
                  "(✓ confirmed, ✗ contradicted, = no effect, ? unresolved, ∅ not learnable)",
                  fontsize=9)
-    fig.tight_layout()
     plots.save(fig, stem)
     confusion_figure(result, Path(f"{stem}-confusion"))
 
@@ -230,7 +211,7 @@ VERDICT_MARK = {"confirmed": " ✓", "contradicted": " ✗", "no effect": " =", 
 
 def confusion_figure(result: dict, stem: Path) -> None:
     tasks, schemes = list(result["cells"]), result["schemes"]
-    fig, axes = plt.subplots(len(tasks), len(schemes), squeeze=False,
+    fig, axes = plots.plt.subplots(len(tasks), len(schemes), squeeze=False,
                              figsize=(2.2 * len(schemes), 2.2 * len(tasks)))
     for i, t in enumerate(tasks):
         for j, s in enumerate(schemes):
@@ -253,7 +234,6 @@ def confusion_figure(result: dict, stem: Path) -> None:
                 ax.set_xlabel("distance attended", fontsize=7)
     fig.suptitle("chosen head (on in-range data): distance attended vs needed at the "
                  "extension lengths (log counts)", fontsize=9)
-    fig.tight_layout()
     plots.save(fig, stem)
 
 
@@ -281,14 +261,10 @@ def main(cfg: Config) -> None:
     out.mkdir(parents=True, exist_ok=True)
     text = render(result)
     (out / "report.md").write_text(text)
-    (out / "results.json").write_text(json.dumps(result, indent=1, default=_jsonable))
+    (out / "results.json").write_text(json.dumps(result, indent=1))  # plain JSON already
     figure(result, out / "contract")
     print(text)
     print(f"wrote {out}/: report.md, results.json, contract.png/.pdf, contract-confusion.png/.pdf")
-
-
-def _jsonable(x):
-    return np.asarray(x).tolist()
 
 
 def measure_root(root: Path, cfg: Config) -> dict:
@@ -317,4 +293,4 @@ def measure_root(root: Path, cfg: Config) -> dict:
     contract_train.check(study_cfg)
     result = contract_measure.measure_matrix(study_cfg, trained)
     result |= {"planned_tasks": list(planned.tasks), "planned_schemes": list(planned.schemes)}
-    return json.loads(json.dumps(result, default=_jsonable))
+    return json.loads(json.dumps(result, default=study.jsonable))

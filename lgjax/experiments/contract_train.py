@@ -24,20 +24,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lgjax import contract_measure
-from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig
+from lgjax.encodings import AlibiOptions, ApeOptions, RelClipOptions
 from lgjax.experiments import common, contract_report
 from lgjax.study import RunOptions
 from lgjax.tasks import CONTRACT_TASKS
 
-# The six schemes as model encodings: the encoding name and the fields that configure it. The
-# learned table's rows past the trained range are read only through clamp (or interp, the
-# interpolation intervention), never trained; `ape_rows` sizes it for the longest evaluation.
+# The six schemes as model encodings: the encoding name and its options. The learned table's
+# rows past the trained range are read only through clamp (or interp, the interpolation
+# intervention), never trained; `ape_rows` sizes it for the longest evaluation.
 SCHEMES: dict[str, dict] = {
-    "ape": {"encoding": "ape", "ape_oob": "clamp"},
+    "ape": {"encoding": "ape", "enc": ApeOptions(oob="clamp")},
     "sinusoidal": {"encoding": "sinusoidal"},
-    "relclip": {"encoding": "relclip", "rel_clip": 16},
+    "relclip": {"encoding": "relclip", "enc": RelClipOptions(clip=16)},
     "rope": {"encoding": "rope"},
-    "alibi": {"encoding": "alibi", "alibi_slopes": "geometric"},
+    "alibi": {"encoding": "alibi", "enc": AlibiOptions(slopes="geometric")},
     "nope": {"encoding": "nope"},
 }
 RUN_ROOT = "contract"  # run directories: <ckpt_root>/contract/<task>/<scheme>
@@ -90,10 +91,10 @@ def run_config(cfg: Config, task: str, scheme: str) -> RunConfig:
     model = ModelConfig(arch="transformer", layers=cfg.layers, d=cfg.d, heads=cfg.heads,
                         query="last", **SCHEMES[scheme])
     if model.encoding == "ape":
-        model = dataclasses.replace(model, ape_size=cfg.ape_rows, ape_train_max=lmax)
-    return RunConfig(TaskConfig(task, vocab=cfg.vocab), model,
-                     TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch, lr=cfg.lr, lmin=lmin,
-                                 lmax=lmax, seeds=common.seeds(cfg)))
+        enc = dataclasses.replace(model.enc, size=cfg.ape_rows, train_max=lmax)
+        model = dataclasses.replace(model, enc=enc)
+    return common.run_config(cfg, TaskConfig(task, vocab=cfg.vocab), model, lr=cfg.lr, lmin=lmin,
+                             lmax=lmax)
 
 
 def cell_name(task: str, scheme: str) -> str:
@@ -105,16 +106,9 @@ def runs(cfg: Config) -> dict[str, RunConfig]:
     return {cell_name(t, s): run_config(cfg, t, s) for t in cfg.tasks for s in cfg.schemes}
 
 
-def measure(cfg: Config, trained: dict) -> dict:
-    return contract_measure.measure_matrix(cfg, trained)
-
-
-def table(result: dict) -> str:
-    return contract_report.render(result)
-
-
-def figure(result: dict, stem: Path) -> None:
-    contract_report.figure(result, stem)
+measure = contract_measure.measure_matrix  # (cfg, trained) -> the matrix's results
+table = contract_report.render  # the whole report (also written as report.md)
+figure = contract_report.figure
 
 
 def write_extra(result: dict, out: Path) -> list[str]:

@@ -11,14 +11,13 @@ Expect: selection at -K for every base, mild loss at the largest base.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
 
 from lgjax import plots
-from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
-from lgjax.encodings import ENCODINGS
+from lgjax.config import ModelConfig, RunConfig, TaskConfig
+from lgjax.encodings import ENCODINGS, RopeOptions
 from lgjax.experiments import common
 from lgjax.study import RunOptions
 
@@ -33,10 +32,8 @@ class Config:
 
 
 def run_config(cfg: Config, base: float, K: int) -> RunConfig:
-    return RunConfig(TaskConfig("fixed_offset", offset=K),
-                     ModelConfig("rope", rope_base=base),
-                     TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch,
-                                 seeds=common.seeds(cfg)))
+    return common.run_config(cfg, TaskConfig("fixed_offset", offset=K),
+                             ModelConfig("rope", enc=RopeOptions(base=base)))
 
 
 def row_name(base: float, K: int, main_K: int) -> str:
@@ -84,8 +81,7 @@ def measure(cfg: Config, trained: dict) -> dict:
     return res
 
 
-def figure(res: dict, stem: Path) -> None:
-    plots.frequency_figure(res, stem)
+figure = plots.frequency_figure  # (result, stem): drawn from the results alone
 
 
 def table(res: dict) -> str:

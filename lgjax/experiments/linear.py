@@ -14,7 +14,7 @@ import jax
 import numpy as np
 
 from lgjax import analysis, plots
-from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.config import ModelConfig, RunConfig, TaskConfig
 from lgjax.experiments import common
 from lgjax.study import RunOptions
 
@@ -27,15 +27,10 @@ class Config:
     run: RunOptions = RunOptions(seeds=5)  # shared options
 
 
-def run_config(cfg: Config, attention: str) -> RunConfig:
-    return RunConfig(TaskConfig("fixed_offset", offset=cfg.K),
-                     ModelConfig("rope", attention=attention),
-                     TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch,
-                                 seeds=common.seeds(cfg)))
-
-
 def runs(cfg: Config) -> dict[str, RunConfig]:
-    return {f"linear/{a}": run_config(cfg, a) for a in cfg.attentions}
+    return {f"linear/{a}": common.run_config(cfg, TaskConfig("fixed_offset", offset=cfg.K),
+                                             ModelConfig("rope", attention=a))
+            for a in cfg.attentions}
 
 
 def measure(cfg: Config, trained: dict) -> dict:
@@ -52,8 +47,7 @@ def measure(cfg: Config, trained: dict) -> dict:
     return res
 
 
-def figure(res: dict, stem) -> None:
-    plots.linear_figure(res, stem)
+figure = plots.linear_figure  # (result, stem): drawn from the results alone
 
 
 def table(res: dict) -> str:

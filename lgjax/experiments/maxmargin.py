@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lgjax import checkpoints, keys, maxmargin, plots, tasks
-from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.config import ModelConfig, RunConfig, TaskConfig
 from lgjax.encodings import ENCODINGS, rope_freqs
 from lgjax.experiments import common
 from lgjax.study import RunOptions
@@ -38,9 +38,8 @@ class Config:
 
 
 def run_config(cfg: Config, encoding: str, decay: float = 0.0) -> RunConfig:
-    return RunConfig(TaskConfig("fixed_offset", offset=cfg.K), ModelConfig(encoding),
-                     TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch, weight_decay=decay,
-                                 decay_params=("wq", "wk"), seeds=common.seeds(cfg)))
+    return common.run_config(cfg, TaskConfig("fixed_offset", offset=cfg.K), ModelConfig(encoding),
+                             weight_decay=decay, decay_params=("wq", "wk"))
 
 
 def runs(cfg: Config) -> dict[str, RunConfig]:
@@ -131,8 +130,7 @@ def measure(cfg: Config, trained: dict) -> dict:
     return res
 
 
-def figure(res: dict, stem) -> None:
-    plots.maxmargin_figure(res, stem)
+figure = plots.maxmargin_figure  # (result, stem): drawn from the results alone
 
 
 def table(res: dict) -> str:

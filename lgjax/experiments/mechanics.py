@@ -22,7 +22,7 @@ import jax
 import numpy as np
 
 from lgjax import analysis, dynamics, evaluate, plots
-from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.config import ModelConfig, RunConfig, TaskConfig
 from lgjax.experiments import common
 from lgjax.study import RunOptions
 
@@ -50,17 +50,14 @@ class Config:
 def rope(cfg: Config, seeds: int, **over) -> RunConfig:
     task = {k: over.pop(k) for k in ("vocab",) if k in over}
     train = {k: over.pop(k) for k in ("lmin", "lmax") if k in over}
-    return RunConfig(TaskConfig("fixed_offset", offset=cfg.K, **task),
-                     ModelConfig("rope", **over),
-                     TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch,
-                                 seeds=tuple(range(seeds)), **train))
+    return common.run_config(cfg, TaskConfig("fixed_offset", offset=cfg.K, **task),
+                             ModelConfig("rope", **over), seeds=tuple(range(seeds)), **train)
 
 
 def ape(cfg: Config, decay: float) -> RunConfig:
-    return RunConfig(TaskConfig("fixed_offset", offset=cfg.K),
-                     ModelConfig("ape", ape_oob="untrained"),
-                     TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch, weight_decay=decay,
-                                 seeds=tuple(range(cfg.ape_seeds))))
+    return common.run_config(cfg, TaskConfig("fixed_offset", offset=cfg.K),
+                             common.implicit_bias_model("ape"), weight_decay=decay,
+                             seeds=tuple(range(cfg.ape_seeds)))
 
 
 def sweep_name(sweep: str, opts: dict) -> str:
@@ -116,8 +113,8 @@ def part_c(cfg: Config, trained: dict) -> dict:
         pins = np.argmax(np.asarray(ev.mean_attention)[:, :, 0], -1)  # absolute position
         fixes = {}
         for fix in FIXES:
-            fixed = dataclasses.replace(rc, model=dataclasses.replace(
-                rc.model, ape_oob=fix, ape_train_max=rc.train.lmax))
+            enc = dataclasses.replace(rc.model.enc, oob=fix, train_max=rc.train.lmax)
+            fixed = dataclasses.replace(rc, model=dataclasses.replace(rc.model, enc=enc))
             fixes[fix] = evaluate.evaluate(states.params, fixed, beyond,
                                            cfg.run.eval_sequences).accuracy
         res[f"{lam:g}"] = {"lengths": beyond, "accuracy": ev.accuracy, "pin": pins,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lgjax import models, plots, report
-from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.config import ConfigError, RunConfig, TaskConfig
 from lgjax.experiments import common
 from lgjax.study import RunOptions
 
@@ -41,11 +41,9 @@ def check(cfg: Config) -> None:
 
 def run_config(cfg: Config, encoding: str) -> RunConfig:
     lmin, lmax = cfg.train_lengths
-    return RunConfig(
-        task=TaskConfig("fixed_offset", vocab=cfg.vocab, offset=cfg.K),
-        model=ModelConfig(encoding=encoding, d=cfg.d, heads=cfg.heads, ape_oob="untrained"),
-        train=TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch, lmin=lmin, lmax=lmax,
-                          seeds=common.seeds(cfg)))
+    return common.run_config(cfg, TaskConfig("fixed_offset", vocab=cfg.vocab, offset=cfg.K),
+                             common.implicit_bias_model(encoding, d=cfg.d, heads=cfg.heads),
+                             lmin=lmin, lmax=lmax)
 
 
 def runs(cfg: Config) -> dict[str, RunConfig]:
@@ -67,14 +65,10 @@ def measure(cfg: Config, trained: dict) -> dict:
     return res
 
 
-def table(result: dict) -> str:
-    return report.multiseed_table(result, result["encodings"])
-
-
-def figure(result: dict, stem: Path) -> None:
-    plots.multiseed_figure(result, result["encodings"], stem)
+table = report.multiseed_table  # result -> the printed table
+figure = plots.multiseed_figure  # (result, stem): drawn from the results alone
 
 
 def write_extra(result: dict, out: Path) -> list[str]:
-    report.write_csv(result, result["encodings"], out / "results.csv")
+    report.write_csv(report.rows(result, result["encodings"]), out / "results.csv")
     return ["results.csv"]

@@ -11,13 +11,12 @@ fit of 1/a*(L) on L-1.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import jax
 import numpy as np
 
 from lgjax import analysis, plots, train
-from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.config import ModelConfig, RunConfig, TaskConfig
 from lgjax.experiments import common
 from lgjax.study import RunOptions
 
@@ -29,14 +28,9 @@ class Config:
     run: RunOptions = RunOptions(seeds=5)  # shared options
 
 
-def run_config(cfg: Config, K: int) -> RunConfig:
-    return RunConfig(TaskConfig("fixed_offset", offset=K), ModelConfig("rope"),
-                     TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch,
-                                 seeds=common.seeds(cfg)))
-
-
 def runs(cfg: Config) -> dict[str, RunConfig]:
-    return {f"prop1/K{K}": run_config(cfg, K) for K in cfg.Ks}
+    return {f"prop1/K{K}": common.run_config(cfg, TaskConfig("fixed_offset", offset=K),
+                                             ModelConfig("rope")) for K in cfg.Ks}
 
 
 def carrier_stats(params_S, cfg: RunConfig, L: int) -> dict:
@@ -65,8 +59,7 @@ def measure(cfg: Config, trained: dict) -> dict:
     return res
 
 
-def figure(res: dict, stem: Path) -> None:
-    plots.decay_figure(res, res["Ks"], res["lengths"], stem)
+figure = plots.decay_figure  # (result, stem): drawn from the results alone
 
 
 def table(res: dict) -> str:

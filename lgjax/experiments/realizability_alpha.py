@@ -24,9 +24,8 @@ import numpy as np
 
 from lgjax import realizability as R
 from lgjax.config import require
+from lgjax.realizability import TASK_NAMES
 
-TASKS = ("prev", "skip-2", "skip-3", "skip-5", "copy", "reverse", "first", "pos-2", "pos-5",
-         "induction")
 ABLATIONS = ("lbfgs", "min_norm", "margin")
 LABELS = {"reference": "zero init, Adam lr {lr:g}, coupled weight decay {weight_decay:g}, "
                        "{steps} full-batch steps (the pinned selection)",
@@ -41,7 +40,7 @@ LABELS = {"reference": "zero init, Adam lr {lr:g}, coupled weight decay {weight_
 @dataclass(frozen=True)
 class Config:
     encodings: tuple[str, ...] = ("learned-abs", "nope", "alibi", "sinusoidal", "rope")  # heads
-    tasks: tuple[str, ...] = TASKS  # target rules; "skip-k" reads i-k, "pos-k" reads slot k
+    tasks: tuple[str, ...] = TASK_NAMES  # target rules; "skip-k" reads i-k, "pos-k" reads slot k
     L0: int = 20  # training length: the head is fitted on the rows of one length-L0 sequence
     lengths: tuple[int, ...] = (30, 40, 50, 60, 80)  # transfer lengths L > L0
     focus_length: int = 60  # the length shown in the sweep tables and the heatmap
@@ -323,7 +322,6 @@ def figure(result: dict, path: Path) -> None:
         axe.set_yticks(range(len(tasks)), tasks if k == 0 else [])
         axe.set_xlabel("test length L")
         axe.set_title(f"{e}: alpha_L against L")
-    fig.tight_layout()
     plots.save(fig, path)
 
 

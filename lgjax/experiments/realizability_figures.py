@@ -6,18 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+from lgjax.plots import plt, save
 
 
 def _save(fig, out: Path, name: str) -> str:
-    fig.tight_layout()
-    for ext in ("png", "pdf"):
-        fig.savefig(out / f"{name}.{ext}", dpi=130)
-    plt.close(fig)
+    save(fig, out / name)
     return f"{name}.png/.pdf"
 
 

@@ -29,26 +29,26 @@ from pathlib import Path
 import numpy as np
 
 from lgjax import grid
+from lgjax import realizability as R
 from lgjax.checkpoints import step_folders
-from lgjax.config import ConfigError, ModelConfig, TaskConfig, TrainConfig
-from lgjax.study import RunOptions, check_options, check_writable
-from lgjax.tasks import TASKS
+from lgjax.config import ConfigError, ModelConfig, TrainConfig
+from lgjax.encodings import AlibiOptions, ApeOptions, RopeOptions
+from lgjax.study import RunOptions, check_options, check_writable, is_reduced
 
-TASK_NAMES = ("prev", "skip-2", "skip-3", "skip-5", "copy", "reverse", "first", "pos-2",
-              "pos-5", "induction")
-TASK_ARG = {"skip": "offset", "pos": "slot"}  # the TaskConfig field a "-k" suffix sets
-ENCODING_OPTIONS = {  # per-encoding model fields (L0 and the longest test length filled in)
-    "ape": lambda L0, Lmax: {"ape_oob": "clamp", "ape_train_max": L0, "ape_size": Lmax},
-    "alibi": lambda L0, Lmax: {"alibi_slopes": "geometric"},
+ENCODING_OPTIONS = {  # Config -> the options an encoding trains with (the rest: defaults)
+    "ape": lambda cfg: ApeOptions(oob="clamp", train_max=cfg.L0, size=max(cfg.test_lengths)),
+    "alibi": lambda cfg: AlibiOptions(slopes="geometric"),
+    "rope": lambda cfg: RopeOptions(scale=cfg.rope_scale),
 }
 PROGRAM_RESULTS = "results.json"
+SCALE = ("tiers", "encodings", "tasks", "test_lengths")  # grid axes: reduced when one is cut
 
 
 @dataclass(frozen=True)
 class Config:
     tiers: tuple[str, ...] = ("1L1H", "2L4H", "4L4H")  # model tiers <layers>L<heads>H, in order
     encodings: tuple[str, ...] = ("ape", "nope", "alibi", "sinusoidal", "rope")  # one program each
-    tasks: tuple[str, ...] = TASK_NAMES  # task rows: name, or skip-k (offset k) / pos-k (slot k)
+    tasks: tuple[str, ...] = R.TASK_NAMES  # task rows: name, or skip-k (offset k) / pos-k (slot k)
     L0: int = 20  # every training sequence has exactly this length
     test_lengths: tuple[int, ...] = (30, 40, 50, 60, 80)  # LG@L: accuracy on rows i >= L0
     d: int = 64  # model width
@@ -64,14 +64,6 @@ class Config:
                                  out="results/realizability-train")  # shared options
 
 
-def task_config(name: str, vocab: int) -> TaskConfig:
-    base, _, k = name.partition("-")
-    if base not in TASKS or (k and (base not in TASK_ARG or not k.isdigit())):
-        raise ConfigError(f"--tasks: unknown task {name!r}; use one of {sorted(TASKS)}, or "
-                          f"{'/'.join(TASK_ARG)}-k for an offset or slot k")
-    return TaskConfig(base, vocab=vocab, **({TASK_ARG[base]: int(k)} if k else {}))
-
-
 def tier_shape(tier: str) -> tuple[int, int]:
     m = re.fullmatch(r"(\d+)L(\d+)H", tier)
     if not m or int(m[1]) < 1 or int(m[2]) < 1:
@@ -81,13 +73,13 @@ def tier_shape(tier: str) -> tuple[int, int]:
 
 def program_grid(cfg: Config, tier: str, encoding: str) -> grid.Grid:
     layers, heads = tier_shape(tier)
-    extra = ENCODING_OPTIONS.get(encoding, lambda a, b: {})(cfg.L0, max(cfg.test_lengths))
     model = ModelConfig(encoding=encoding, arch="transformer", layers=layers, heads=heads,
-                        d=cfg.d, query="all", rope_scale=cfg.rope_scale, **extra)
+                        d=cfg.d, query="all",
+                        enc=ENCODING_OPTIONS.get(encoding, lambda c: None)(cfg))
     t = TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch, lr=cfg.lr, lmin=cfg.L0,
                     lmax=cfg.L0, seeds=tuple(range(cfg.run.seeds)), chunk=cfg.chunk,
                     ckpt_every=cfg.ckpt_every, seed_axis=cfg.seed_axis)
-    return grid.Grid(tuple(task_config(n, cfg.vocab) for n in cfg.tasks), model, t)
+    return grid.Grid(tuple(R.task_config(n, cfg.vocab) for n in cfg.tasks), model, t)
 
 
 def programs(cfg: Config) -> dict[tuple[str, str], grid.Grid]:
@@ -208,16 +200,7 @@ def run_program(cfg: Config, tier: str, enc: str, g: grid.Grid, progress: Progre
 
 def collect(cfg: Config, results: list[dict]) -> dict:
     return {"experiment": "realizability-train", "config": dataclasses.asdict(cfg),
-            "reduced": is_reduced(cfg), "programs": results}
-
-
-def is_reduced(cfg: Config) -> bool:
-    """Below the published scale in run size or in the grid's axes."""
-    paper = Config()
-    return (any(getattr(cfg.run, f) < getattr(paper.run, f)
-                for f in ("seeds", "steps", "batch", "eval_sequences"))
-            or any(not set(getattr(paper, f)) <= set(getattr(cfg, f))
-                   for f in ("tiers", "encodings", "tasks", "test_lengths")))
+            "reduced": is_reduced(cfg, SCALE), "programs": results}
 
 
 def main(cfg: Config) -> dict:

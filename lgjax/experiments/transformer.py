@@ -18,9 +18,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from lgjax import models, plots, tasks, transformer
-from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.analysis import carrier_fraction
+from lgjax.config import RunConfig, TaskConfig
 from lgjax.devices import map_seeds
-from lgjax.experiments import common
+from lgjax.experiments import common, multiseed
 from lgjax.keys import EVAL, stream
 from lgjax.study import RunOptions
 
@@ -41,11 +42,7 @@ class Config:
     run: RunOptions = RunOptions(seeds=1, steps=8000, eval_sequences=1024)  # shared options
 
 
-def check(cfg: Config) -> None:
-    if len(cfg.train_lengths) != 2:
-        raise ConfigError("--train-lengths: give two numbers LMIN,LMAX, e.g. 8,16")
-    if not cfg.encodings:
-        raise ConfigError("--encodings: give at least one encoding, e.g. rope,ape")
+check = multiseed.check  # the same --train-lengths and --encodings
 
 
 def eval_lengths(cfg: Config) -> tuple[int, ...]:
@@ -53,13 +50,11 @@ def eval_lengths(cfg: Config) -> tuple[int, ...]:
 
 
 def run_config(cfg: Config, encoding: str) -> RunConfig:
-    return RunConfig(
-        TaskConfig("shift", vocab=cfg.vocab, offset=cfg.K),
-        ModelConfig(encoding=encoding, arch="transformer", layers=cfg.layers,
-                    heads=cfg.heads, d=cfg.d, query="all", ape_oob="untrained"),
-        TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch, lr=cfg.lr,
-                    lmin=cfg.train_lengths[0], lmax=cfg.train_lengths[1],
-                    seeds=common.seeds(cfg)))
+    return common.run_config(
+        cfg, TaskConfig("shift", vocab=cfg.vocab, offset=cfg.K),
+        common.implicit_bias_model(encoding, arch="transformer", layers=cfg.layers,
+                                   heads=cfg.heads, d=cfg.d, query="all"),
+        lr=cfg.lr, lmin=cfg.train_lengths[0], lmax=cfg.train_lengths[1])
 
 
 def runs(cfg: Config) -> dict[str, RunConfig]:
@@ -75,11 +70,6 @@ def offset_profile(mean_att_QxK: np.ndarray, K: int) -> np.ndarray:
         rows = [i for i in range(max(K, -delta), L)]
         prof[j] = np.mean([mean_att_QxK[i, i + delta] for i in rows]) if rows else 0.0
     return prof
-
-
-def carrier_fraction(x_NxD: np.ndarray) -> float:
-    """||E x||^2 / E ||x||^2 over the rows of x."""
-    return float(np.sum(x_NxD.mean(0) ** 2) / np.mean(np.sum(x_NxD**2, -1)))
 
 
 def make_evaluator(rc: RunConfig, lengths, n_eval: int):
@@ -104,7 +94,7 @@ def make_evaluator(rc: RunConfig, lengths, n_eval: int):
             "in_range_fraction": float(mask[:, inside].sum() / mask.sum()),
             "profiles": [[offset_profile(mean_att[l, h], rc.task.offset).tolist()
                           for h in range(rc.model.heads)] for l in range(rc.model.layers)],
-            "key_carrier": [[carrier_fraction(keys[:, l, :, h].reshape(-1, keys.shape[-1]))
+            "key_carrier": [[float(carrier_fraction(keys[:, l, :, h].reshape(-1, keys.shape[-1])))
                              for h in range(rc.model.heads)] for l in range(rc.model.layers)],
         }
 
@@ -136,11 +126,8 @@ def measure(cfg: Config, trained: dict) -> dict:
         per_seed = evaluate_seeds(evaluate_seed, t.states, cfg.run.seeds)
         heads = [shift_head(ps, cfg.K, max(cfg.profile_lengths)) for ps in per_seed]
         res[Path(name).name] = {
-            "accuracy": [[ps[L]["accuracy"] for L in cfg.eval_lengths] for ps in per_seed],
-            "accuracy_in_range": [[ps[L]["accuracy_in_range"] for L in cfg.eval_lengths]
-                                  for ps in per_seed],
-            "accuracy_beyond": [[ps[L]["accuracy_beyond"] for L in cfg.eval_lengths]
-                                for ps in per_seed],
+            **{k: [[ps[L][k] for L in cfg.eval_lengths] for ps in per_seed]  # [seeds, lengths]
+               for k in ("accuracy", "accuracy_in_range", "accuracy_beyond")},
             "in_range_fraction": [per_seed[0][L]["in_range_fraction"] for L in cfg.eval_lengths],
             "profiles": {L: [ps[L]["profiles"] for ps in per_seed] for L in cfg.profile_lengths},
             "shift_head": heads,
@@ -150,8 +137,7 @@ def measure(cfg: Config, trained: dict) -> dict:
     return res
 
 
-def figure(res: dict, stem: Path) -> None:
-    plots.transformer_figure(res, res["encodings"], stem)
+figure = plots.transformer_figure  # (result, stem): drawn from the results alone
 
 
 def table(results: dict) -> str:

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lgjax import analysis, plots
-from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.config import ModelConfig, RunConfig, TaskConfig
 from lgjax.encodings import d_head
 from lgjax.experiments import common
 from lgjax.study import RunOptions
@@ -41,9 +41,8 @@ class Config:
 
 def run_config(cfg: Config, task: str, K: int, encoding: str = "rope",
                heads: int = 1) -> RunConfig:
-    return RunConfig(TaskConfig(task, offset=K, offset2=3), ModelConfig(encoding, heads=heads),
-                     TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch,
-                                 seeds=common.seeds(cfg)))
+    return common.run_config(cfg, TaskConfig(task, offset=K, offset2=3),
+                             ModelConfig(encoding, heads=heads))
 
 
 def runs(cfg: Config) -> dict[str, RunConfig]:
@@ -100,8 +99,7 @@ def measure(cfg: Config, trained: dict) -> dict:
     return res
 
 
-def figure(res: dict, stem) -> None:
-    plots.variants_figure(res, stem)
+figure = plots.variants_figure  # (result, stem): drawn from the results alone
 
 
 def table(res: dict) -> str:
