@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lgjax import stats
+from lgjax.config import ConfigError
 from lgjax.experiments import realizability_report as rep
 from lgjax.experiments import realizability_sweeps as sweeps
 
@@ -139,3 +140,11 @@ def test_rope_scale_rows_take_the_sweep_alpha_of_their_scale(tmp_path):
     rows = sweeps.rope_scale(main, alpha, (str(tmp_path / "s.json"),))
     assert [(r["scale"], r["L"], r["lg"], r["alpha"]) for r in rows] == [
         (1.0, 30, 0.95, 1.0), (1.0, 60, 0.95, 1.0), (0.03, 30, 0.4, 0.0), (0.03, 60, 0.4, 0.0)]
+
+
+def test_a_missing_sweep_result_names_its_flag(tmp_path):
+    main = _train([_program("1L1H", "rope", ["skip-3"], [0.9], [1.0])])
+    with pytest.raises(ConfigError, match="--sensitivity: .*nowhere"):
+        sweeps.sensitivity(main, None, (str(tmp_path / "nowhere"),), (), rep.Config())
+    with pytest.raises(ConfigError, match="--rope-scale: "):
+        sweeps.rope_scale(main, None, (str(tmp_path / "nowhere"),))

@@ -67,15 +67,15 @@ def alpha_table(result: dict, selection: str = "reference") -> dict:
     return table
 
 
-def load_train(path: str) -> dict:
+def load_train(path: str, flag: str = "results") -> dict:
     p = Path(path)
     p = p / "results.json" if p.is_dir() else p
     if not p.is_file():
-        raise ConfigError(f"results: {p} does not exist; give the realizability-train results.json "
+        raise ConfigError(f"{flag}: {p} does not exist; give the realizability-train results.json "
                           "(or its folder)")
     result = json.loads(p.read_text())
     if result.get("experiment") != "realizability-train":
-        raise ConfigError(f"results: {p} is not a realizability-train result")
+        raise ConfigError(f"{flag}: {p} is not a realizability-train result")
     return result
 
 

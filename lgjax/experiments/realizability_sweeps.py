@@ -33,7 +33,7 @@ def sensitivity(main: dict, main_alpha: dict | None, runs: tuple[str, ...],
                                                for p in alphas)}
     if main_alpha is not None:
         alpha_at.setdefault(main["config"]["L0"], main_alpha)
-    for train in [main] + [rr.load_train(r) for r in runs]:
+    for train in [main] + [rr.load_train(r, "--sensitivity") for r in runs]:
         L0 = train["config"]["L0"]
         L = 3 * L0
         a = alpha_at.get(L0)
@@ -50,7 +50,7 @@ def sensitivity(main: dict, main_alpha: dict | None, runs: tuple[str, ...],
 def rope_scale(main: dict, alpha: dict | None, runs: tuple[str, ...]) -> list[dict]:
     """RoPE on skip-3 per frequency scale: seed-mean LG, train accuracy and alpha per length."""
     out = []
-    for train in [main] + [rr.load_train(r) for r in runs]:
+    for train in [main] + [rr.load_train(r, "--rope-scale") for r in runs]:
         scale = train["config"]["rope_scale"]
         for c in rr.seed_means(rr.measurements(train, None)):
             if (c["tier"], c["encoding"], c["task"]) == ("1L1H", "rope", SCALE_TASK):
@@ -71,7 +71,7 @@ def sweep_alpha(alpha: dict | None, scale: float, L: int) -> float:
 
 def scale_check(path: str, alpha_table: dict | None, cfg) -> dict:
     """The main grid's per-tier statistics on the d = 128, 64-token grid."""
-    train = rr.load_train(path)
+    train = rr.load_train(path, "--scale-check")
     rows = rr.measurements(train, alpha_table)
     tiers = list(dict.fromkeys(r["tier"] for r in rows))
     main = sum(r["task"] in rr.CORE_TASKS for r in rows)
