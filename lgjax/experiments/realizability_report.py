@@ -79,6 +79,14 @@ def load_train(path: str, flag: str = "results") -> dict:
     return result
 
 
+def load_alpha(path: str, flag: str = "--alpha",
+               hint: str = "give a realizability-alpha results.json") -> dict:
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{flag}: {p} does not exist; {hint}")
+    return json.loads(p.read_text())
+
+
 def measurements(train: dict, alpha: dict | None) -> list[dict]:
     """One row per (tier, encoding, task, seed, L)."""
     rows = []
@@ -130,6 +138,12 @@ def tier_stats(rows: list[dict], cfg: Config) -> dict:
     return out
 
 
+def stats_per_tier(rows: list[dict], cfg: Config) -> dict:
+    """tier_stats of each tier's rows, tiers in the order they first appear."""
+    return {t: tier_stats([r for r in rows if r["tier"] == t], cfg)
+            for t in dict.fromkeys(r["tier"] for r in rows)}
+
+
 def counts(rows: list[dict]) -> dict:
     """Measurements per tier in the main grid (core tasks) and beside it, vs the spec."""
     per = defaultdict(lambda: {"main": 0, "extra": 0})
@@ -144,21 +158,16 @@ def report(cfg: Config) -> dict:
     train = load_train(cfg.results)
     alpha_raw = alpha = None
     if cfg.alpha:
-        path = Path(cfg.alpha)
-        if not path.is_file():
-            raise ConfigError(f"--alpha: {path} does not exist; run the alpha study first or "
-                              "leave --alpha empty for the LG side only")
-        alpha_raw = json.loads(path.read_text())
+        alpha_raw = load_alpha(cfg.alpha, "--alpha", "run the alpha study first or leave --alpha "
+                               "empty for the LG side only")
         alpha = alpha_table(alpha_raw, cfg.selection)
     rows = measurements(train, alpha)
-    tiers = list(dict.fromkeys(r["tier"] for r in rows))
-    by_tier = {t: [r for r in rows if r["tier"] == t] for t in tiers}
     result = {"experiment": "realizability-report", "results": cfg.results,
             "alpha_source": cfg.alpha, "selection": cfg.selection,
-            "alpha": alpha is not None, "tiers": tiers, "rows": rows,
-            "cells": seed_means(rows), "counts": counts(rows),
+            "alpha": alpha is not None, "tiers": list(dict.fromkeys(r["tier"] for r in rows)),
+            "rows": rows, "cells": seed_means(rows), "counts": counts(rows),
             "train_reduced": train["reduced"],
-            "stats": {t: tier_stats(rs, cfg) for t, rs in by_tier.items()} if alpha else {},
+            "stats": stats_per_tier(rows, cfg) if alpha else {},
             "train_seconds": {f"{p['tier']}/{p['encoding']}": p["train_seconds"]
                               for p in train["programs"]},
             "thresholds": {"learnable": cfg.learnable, "alpha_min": cfg.alpha_min,

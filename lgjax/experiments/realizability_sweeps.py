@@ -7,9 +7,6 @@ the matching L0); the main grid supplies L0 = 20 and scale 1.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from lgjax.config import ConfigError
 from lgjax.experiments import realizability_report as rr
 
@@ -17,19 +14,12 @@ SCALE_TASK = "skip-3"
 EXPECTED_SCALE_CHECK = 700  # spec: measurements in the scale check
 
 
-def load_alpha(path: str, flag: str) -> dict:
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{flag}: {p} does not exist; give a realizability-alpha results.json")
-    return json.loads(p.read_text())
-
-
 def sensitivity(main: dict, main_alpha: dict | None, runs: tuple[str, ...],
                 alphas: tuple[str, ...], cfg) -> dict:
     """Per L0: seed-mean LG and alpha at L = 3 L0 per (encoding, task), and rho / precision /
     AUC over those rows (1L1H)."""
     by_l0 = {}
-    alpha_at = {a["config"]["L0"]: a for a in (load_alpha(p, "--sensitivity-alpha")
+    alpha_at = {a["config"]["L0"]: a for a in (rr.load_alpha(p, "--sensitivity-alpha")
                                                for p in alphas)}
     if main_alpha is not None:
         alpha_at.setdefault(main["config"]["L0"], main_alpha)
@@ -73,12 +63,10 @@ def scale_check(path: str, alpha_table: dict | None, cfg) -> dict:
     """The main grid's per-tier statistics on the d = 128, 64-token grid."""
     train = rr.load_train(path, "--scale-check")
     rows = rr.measurements(train, alpha_table)
-    tiers = list(dict.fromkeys(r["tier"] for r in rows))
     main = sum(r["task"] in rr.CORE_TASKS for r in rows)
     return {"d": train["config"]["d"], "vocab": train["config"]["vocab"],
             "seeds": train["config"]["run"]["seeds"], "cells": rr.seed_means(rows),
-            "stats": {t: rr.tier_stats([r for r in rows if r["tier"] == t], cfg)
-                      for t in tiers} if alpha_table else {},
+            "stats": rr.stats_per_tier(rows, cfg) if alpha_table else {},
             "main_measurements": main, "expected": EXPECTED_SCALE_CHECK}
 
 
