@@ -96,15 +96,15 @@ def make_compare_seeds(rc: RunConfig, batch, iters: int):
     """One compiled solve-and-compare over seeds, reused for every checkpoint of a run and
     for its weight-decay siblings (they differ only in training, not in what is compared).
     The rotary dual is solved in float64: in float32 it stalls at a KKT residual of 1.2-2.8e-4
-    after 3000 steps, in float64 it reaches 1e-4 in ~1500. The additive one converges in
-    float32 in < 1000 steps, where float64 would only double the cost of each."""
+    after 3000 steps, in float64 it reaches 1e-4 in ~1500. The additive one reaches it in
+    float32 in < 1000 steps (every dual in float64 measured 258 s of measuring vs 221 s)."""
     fn = jax.jit(lambda ps: jax.lax.map(lambda p: compare(p, rc, batch, iters), ps))
     x64 = ENCODINGS[rc.model.encoding].kind == "rotary"
 
     def compare_seeds(params_S):
         with jax.enable_x64(x64):
-            params_S = jax.tree.map(lambda x: jnp.asarray(x, x.dtype if not x64 else "float64"),
-                                    params_S)
+            if x64:
+                params_S = jax.tree.map(lambda x: jnp.asarray(x, jnp.float64), params_S)
             return {k: np.asarray(v) for k, v in fn(params_S).items()}
 
     return compare_seeds
