@@ -233,5 +233,4 @@ def figure(result: dict, path: Path) -> None:
             ax.set_ylabel("score(0, d)")
     for ax in axes.flat[len(spec):]:
         ax.axis("off")
-    fig.tight_layout()
     plots.save(fig, path)
