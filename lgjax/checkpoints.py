@@ -1,5 +1,7 @@
 """Run directories: orbax checkpoints of the stacked (seed-axis) state plus the run's config.
 
+A run is one RunConfig (its seeds stacked) or a grid of cells trained in one program
+(`lgjax.grid.Grid`): any config with `to_json` and `from_json`.
 Layout: <run_dir>/config.json, <run_dir>/<step>/ (orbax CheckpointManager), <run_dir>/digests/
 (lgjax.integrity) and, while a process writes it, <run_dir>/lgjax.lock (lgjax.rundir_lock).
 A directory that holds a different config, or checkpoints without a config, is refused; restores
@@ -54,7 +56,7 @@ def step_folders(path: Path) -> list[int]:
     return sorted(int(p.name) for p in path.iterdir() if p.name.isdigit() and p.is_dir())
 
 
-def read_config(run_dir: Path | str) -> RunConfig:
+def read_config(run_dir: Path | str, cls=RunConfig):
     path = Path(run_dir) / CONFIG_FILE
     if not Path(run_dir).is_dir():
         raise CheckpointError(f"{run_dir} does not exist or is not a directory; point at a run "
@@ -63,15 +65,15 @@ def read_config(run_dir: Path | str) -> RunConfig:
         raise CheckpointError(f"{path} is missing: {run_dir} is not a run directory written by "
                               "lgjax (point at the folder holding config.json)")
     try:
-        return RunConfig.from_json(path.read_text())
+        return cls.from_json(path.read_text())
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
         raise CheckpointError(f"{path} is corrupt ({err}); restore it or start a new run") from err
 
 
-def _check_contents(path: Path, cfg: RunConfig, resume: bool) -> None:
+def _check_contents(path: Path, cfg, resume: bool) -> None:
     steps = step_folders(path)
     if (path / CONFIG_FILE).exists():
-        saved = read_config(path)
+        saved = read_config(path, type(cfg))
         diffs = _diff(json.loads(saved.to_json()), json.loads(cfg.to_json()))
         if diffs:
             raise ConfigError(f"run directory {path} holds a different config ("
@@ -86,7 +88,7 @@ def _check_contents(path: Path, cfg: RunConfig, resume: bool) -> None:
                           f"{steps[-1]}); pass --resume to continue it or choose another run name")
 
 
-def check_run_dir(path: Path | str, cfg: RunConfig, resume: bool = False) -> None:
+def check_run_dir(path: Path | str, cfg, resume: bool = False) -> None:
     """Every check a writing RunDir makes, writing nothing: run it for all of a command's runs
     before anything trains. Raises ConfigError (RunDirLocked when another process writes it) or
     CheckpointError (a corrupt config.json)."""
@@ -141,31 +143,34 @@ def _first_line(err: BaseException, limit: int = 160) -> str:
     return f"{type(err).__name__}: {text[0][:limit] if text else ''}"
 
 
-def _manager_options() -> ocp.CheckpointManagerOptions:
-    return ocp.CheckpointManagerOptions(max_to_keep=None, create=True,
+def _manager_options(keep: int | None) -> ocp.CheckpointManagerOptions:
+    return ocp.CheckpointManagerOptions(max_to_keep=keep, create=True,
                                         cleanup_tmp_directories=True)
 
 
 class RunDir:
     """Open (or create) a run directory for `cfg`; `resume` allows continuing one.
 
+    `template` is the restore target (default: `train.abstract_states(cfg)`, one state per
+    seed); `keep` the number of newest steps orbax keeps (default: every step).
     A writer holds the directory's lock from open to close (also when an exception ends it).
     `readonly=True` opens an existing run for analysis: no lock, nothing written.
     `damaged` collects {step: reason} for every step found damaged so far.
     """
 
-    def __init__(self, path: Path | str, cfg: RunConfig, resume: bool = False,
-                 readonly: bool = False):
+    def __init__(self, path: Path | str, cfg, resume: bool = False, readonly: bool = False,
+                 template=None, keep: int | None = None):
         self.path = Path(path).absolute()
         self.cfg = cfg
-        self.readonly = readonly
+        self.readonly, self.keep = readonly, keep
+        self.template = train.abstract_states(cfg) if template is None else template
         self.damaged: dict[int, str] = {}
         self.digests = Digests(self.path)
         self._lock: RunDirLock | None = None
         self._pending: int | None = None  # saved step whose files are not digested yet
         self._legacy_noticed = False
         if readonly:
-            read_config(self.path)
+            read_config(self.path, type(cfg))
             with _quiet_orbax():  # it warns that a read-only manager saves nothing
                 self.manager = ocp.CheckpointManager(
                     self.path, options=ocp.CheckpointManagerOptions(read_only=True, create=False))
@@ -177,7 +182,7 @@ class RunDir:
         if not is_leader():  # process 0 checks, locks and writes for the job; we only save
             if self.path.is_dir():
                 _check_contents(self.path, self.cfg, resume)
-            self.manager = ocp.CheckpointManager(self.path, options=_manager_options())
+            self.manager = ocp.CheckpointManager(self.path, options=_manager_options(self.keep))
             return  # orbax's barrier in there: process 0 has written config.json by now
         check_run_dir(self.path, self.cfg, resume)
         created = not self.path.exists()
@@ -197,7 +202,7 @@ class RunDir:
             for trash in self.path.glob(f"{TRASH}*"):
                 shutil.rmtree(trash, ignore_errors=True)
             with _quiet_orbax():  # it warns about each damaged step it lists
-                self.manager = ocp.CheckpointManager(self.path, options=_manager_options())
+                self.manager = ocp.CheckpointManager(self.path, options=_manager_options(self.keep))
         except BaseException:  # leave the directory as found (another writer may own it)
             if wrote_config:
                 (self.path / CONFIG_FILE).unlink(missing_ok=True)
@@ -245,6 +250,8 @@ class RunDir:
                 and is_leader():
             self.digests.add_files(self._pending)
         self._pending = None
+        if self.keep is not None and is_leader():  # orbax deleted older steps: their digests go
+            self.digests.prune(self.steps())
 
     def _discard(self, step: int) -> None:
         # renamed first, so a kill during the delete leaves no half-deleted step folder
@@ -271,7 +278,7 @@ class RunDir:
                 self.manager.reload()
             with _quiet_orbax():
                 restored = self.manager.restore(
-                    step, args=ocp.args.StandardRestore(train.abstract_states(self.cfg)))
+                    step, args=ocp.args.StandardRestore(self.template))
         except Exception as err:  # orbax and tensorstore raise many types for unreadable data
             _drop_failed_reads()
             raise damaged(self.path, step, f"orbax cannot read it ({_first_line(err)})") from err

@@ -10,8 +10,9 @@ wide vmap for an accelerator. Cell (t, s) takes its keys from seed s exactly as 
 does for task t alone, so it trains the same inside the grid as alone (up to vmap's float
 reassociation).
 
-`train_program` adds checkpoints under one directory per grid (config.json + orbax steps), so a
-killed program resumes from its latest checkpoint; `evaluate_grid` measures every cell.
+`train_program` adds checkpoints in one run directory per grid (`lgjax.checkpoints`: the grid as
+config.json, orbax steps, digests, a lock), so a killed program resumes from its newest intact
+checkpoint; `evaluate_grid` measures every cell. `lgjax.study` trains a Grid like a RunConfig.
 """
 
 from __future__ import annotations
@@ -20,20 +21,18 @@ import dataclasses
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import orbax.checkpoint as ocp
 
 from lgjax import evaluate, models, tasks, train
+from lgjax.checkpoints import RunDir
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.keys import DATA, stream
 from lgjax.validation import validate
-
-CONFIG_FILE = "config.json"
 
 
 @dataclass(frozen=True)
@@ -41,6 +40,9 @@ class Grid:
     tasks: tuple[TaskConfig, ...]  # one row of cells per task; all share the model's vocab sizes
     model: ModelConfig  # the model every cell trains
     train: TrainConfig  # the shared recipe; train.seeds are every task's seeds
+    # how the cells share the program (LAYOUTS); not saved with the grid: layouts differ in
+    # float summation order only, so a program may resume under another
+    layout: str = field(default="serial", compare=False)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -51,7 +53,8 @@ class Grid:
         return RunConfig(self.tasks[t], self.model, self.train)
 
     def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+        saved = {k: v for k, v in dataclasses.asdict(self).items() if k != "layout"}
+        return json.dumps(saved, indent=2, sort_keys=True)
 
     @staticmethod
     def from_json(text: str) -> Grid:
@@ -68,6 +71,8 @@ def check(grid: Grid, eval_lengths: tuple[int, ...] = ()) -> None:
                           "launch (or one program per host with its own --ckpt-root)")
     if not grid.tasks:
         raise ConfigError("tasks: a grid needs at least one task")
+    if grid.layout not in LAYOUTS:
+        raise ConfigError(f"--layout: use one of {sorted(LAYOUTS)}, not {grid.layout!r}")
     for t in range(len(grid.tasks)):
         validate(grid.cell_config(t), eval_lengths)
     sizes = {models.vocab_sizes(grid.cell_config(t)) for t in range(len(grid.tasks))}
@@ -122,10 +127,12 @@ def _flat(run_one: Callable, grid: Grid) -> Callable:
 LAYOUTS: dict[str, Callable] = {"serial": _serial, "tasks": _by_task, "flat": _flat}
 
 
-def make_grid_runner(grid: Grid, layout: str = "serial",
+def make_grid_runner(grid: Grid, layout: str | None = None,
                      wrap: Callable = lambda f: f) -> Callable:
-    """jit(states_C, n_steps) -> (states_C, mean loss per cell over the chunk). `wrap`
-    decorates the traced function (tests pass chex.assert_max_traces(n=1))."""
+    """jit(states_C, n_steps) -> (states_C, mean loss per cell over the chunk), cells laid out
+    as `layout` says (default: grid.layout). `wrap` decorates the traced function (tests pass
+    chex.assert_max_traces(n=1))."""
+    layout = layout or grid.layout
     if layout not in LAYOUTS:
         raise ConfigError(f"--layout: unknown layout {layout!r}; use one of {sorted(LAYOUTS)}")
     t = grid.train
@@ -147,64 +154,33 @@ def cell_names(grid: Grid) -> list[str]:
             for k in grid.tasks for s in grid.train.seeds]
 
 
-class GridDir:
-    """<path>/config.json (the grid) and <path>/<step>/ orbax checkpoints of the [T * S] state.
-    A directory holding a different grid is refused; restores are strict."""
-
-    def __init__(self, path: Path | str, grid: Grid, keep: int = 2):
-        self.path, self.grid = Path(path).absolute(), grid
-        cfg_file = self.path / CONFIG_FILE
-        if cfg_file.exists() and Grid.from_json(cfg_file.read_text()) != grid:
-            raise ConfigError(f"--ckpt-root: {self.path} holds a different grid config; delete "
-                              "that folder or choose another --ckpt-root")
-        self.manager = ocp.CheckpointManager(
-            self.path, options=ocp.CheckpointManagerOptions(max_to_keep=keep, create=True))
-        if not cfg_file.exists():
-            cfg_file.write_text(grid.to_json())
-
-    def latest(self) -> int | None:
-        return self.manager.latest_step()
-
-    def save(self, step: int, states: train.TrainState) -> None:
-        self.manager.save(step, args=ocp.args.StandardSave(states))
-
-    def restore(self, step: int | None = None) -> train.TrainState:
-        step = self.latest() if step is None else step
-        target = train.abstract_states(self.grid.cell_config(0), math.prod(self.grid.shape))
-        restored = self.manager.restore(step, args=ocp.args.StandardRestore(target))
-        return restored if isinstance(restored, train.TrainState) \
-            else train.TrainState(*restored)
-
-    def close(self) -> None:
-        self.manager.wait_until_finished()
-        self.manager.close()
-
-
 def boundaries(t: TrainConfig, start: int) -> list[int]:
     """Chunk ends after `start`: every t.chunk steps and the last step."""
     return sorted({*range(t.chunk, t.steps + 1, t.chunk), t.steps} - set(range(start + 1)))
 
 
-def train_program(grid: Grid, path: Path | str, on_chunk: Callable | None = None,
-                  runner: Callable | None = None) -> train.TrainState:
-    """Train every cell to grid.train.steps, resuming from the latest checkpoint in `path`;
-    saves every train.ckpt_every steps and the last; on_chunk(step, states, loss_C)."""
+def train_program(grid: Grid, path: Path | str, resume: bool = False,
+                  on_chunk: Callable | None = None, runner: Callable | None = None
+                  ) -> train.TrainState:
+    """Train every cell to grid.train.steps in the run directory `path` (lgjax.checkpoints: lock,
+    digests, strict restores), continuing from its newest intact checkpoint when `resume`; saves
+    every train.ckpt_every steps and the last, keeping the last two; on_chunk(step, states,
+    loss_C)."""
     t = grid.train
-    run = GridDir(path, grid)
-    try:
-        states = run.restore() if run.latest() is not None else init_states(grid)
+    template = train.abstract_states(grid.cell_config(0), math.prod(grid.shape))
+    with RunDir(path, grid, resume=resume, template=template, keep=2) as run:
+        found = run.restore_latest_intact()
+        states = found[1] if found is not None else init_states(grid)
         runner = runner or make_grid_runner(grid)
         start = int(np.asarray(states.step)[0])
         for end in boundaries(t, start):
             states, loss_C = runner(states, jnp.int32(end - start))
             train.check_finite(states, [f"cell {c}" for c in cell_names(grid)])
-            if end % t.ckpt_every == 0 or end == t.steps:
+            if (end % t.ckpt_every == 0 or end == t.steps) and run.needs_save(end):
                 run.save(end, states)
             if on_chunk is not None:
                 on_chunk(end, states, loss_C)
             start = end
-    finally:
-        run.close()
     return states
 
 

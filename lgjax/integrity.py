@@ -89,6 +89,12 @@ class Digests:
             record["files"] = file_digests(self.run_dir / str(step))
             write_atomic(self.path(step), json.dumps(record, indent=1))
 
+    def prune(self, steps: list[int]) -> None:
+        """Delete the digests of every step not in `steps`."""
+        for path in self.dir.glob("*.json"):
+            if path.stem.isdigit() and int(path.stem) not in steps:
+                path.unlink()
+
     def load(self, step: int) -> dict | None:
         """The step's record, None when it has none (saved before digests existed)."""
         path = self.path(step)

@@ -4,8 +4,9 @@ A study is a module in `lgjax.experiments` holding
   Config                      a frozen dataclass (a `# comment` per field becomes its --help);
                               its `run: RunOptions` field holds the shared options, and its
                               defaults are the published scale (below them a result is "reduced")
-  runs(cfg) -> {name: RunConfig}   what to train ({} for a training-free study); a name is the
-                              run directory under <ckpt_root>/, so studies can share runs
+  runs(cfg) -> {name: RunConfig | Grid}   what to train ({} for a training-free study); a name
+                              is the run directory under <ckpt_root>/, so studies can share
+                              runs; a `lgjax.grid.Grid` trains all its cells in one program
   measure(cfg, trained) -> dict    numbers from the trained states (JSON-able: arrays allowed)
   table(result) -> str        what is printed
   figure(result, stem)        optional: writes stem.png and stem.pdf
@@ -31,7 +32,7 @@ from types import ModuleType
 import numpy as np
 from tqdm import tqdm
 
-from lgjax import checkpoints, driver, train
+from lgjax import checkpoints, driver, grid, train
 from lgjax.config import ConfigError, RunConfig
 from lgjax.devices import is_leader, seed_mesh, to_host
 from lgjax.validation import validate
@@ -52,7 +53,7 @@ class RunOptions:
 
 @dataclass(frozen=True)
 class Trained:
-    config: RunConfig  # what was trained
+    config: RunConfig | grid.Grid  # what was trained
     states: train.TrainState  # final stacked (seed-axis) state
     run_dir: Path  # where its checkpoints are
     seconds: float  # wall time of training (or of reloading a finished run)
@@ -108,11 +109,11 @@ def check_writable(path: Path, flag: str) -> None:
         raise ConfigError(f"{flag}: {probe} is not writable; choose a folder you can write")
 
 
-def is_finished(run_dir: Path, rc: RunConfig) -> bool:
+def is_finished(run_dir: Path, rc: RunConfig | grid.Grid) -> bool:
     return rc.train.steps in checkpoints.step_folders(run_dir)
 
 
-def preflight(module: ModuleType, cfg) -> dict[str, RunConfig]:
+def preflight(module: ModuleType, cfg) -> dict[str, RunConfig | grid.Grid]:
     """Every check of every run, before anything trains, compiles or is written."""
     opts = options(cfg)
     check_options(opts)
@@ -123,7 +124,7 @@ def preflight(module: ModuleType, cfg) -> dict[str, RunConfig]:
     if runs and hasattr(cfg, "eval_lengths") and not lengths:
         raise ConfigError("--eval-lengths: give at least one evaluation length")
     for name, rc in runs.items():
-        validate(rc, lengths)
+        (grid.check if isinstance(rc, grid.Grid) else validate)(rc, lengths)
         seed_mesh(len(rc.train.seeds), opts.devices or None)
         # free, or holding this very config: finished (reloaded) or resumed; writes nothing
         run_dir = Path(opts.ckpt_root) / name
@@ -134,7 +135,7 @@ def preflight(module: ModuleType, cfg) -> dict[str, RunConfig]:
     return runs
 
 
-def train_one(rc: RunConfig, run_dir: Path, opts: RunOptions, label: str) -> Trained:
+def train_one(rc: RunConfig | grid.Grid, run_dir: Path, opts: RunOptions, label: str) -> Trained:
     """Train (or continue, or reload a finished run) with checkpoints; a progress bar."""
     bar = tqdm(total=rc.train.steps, desc=label, disable=not (opts.progress and is_leader()))
 
@@ -145,8 +146,11 @@ def train_one(rc: RunConfig, run_dir: Path, opts: RunOptions, label: str) -> Tra
 
     t0 = time.perf_counter()
     resume = opts.resume or is_finished(run_dir, rc)  # a finished run is reloaded, not redone
-    states = driver.train_run(rc, run_dir, resume=resume, on_chunk=tick,
-                                   devices=opts.devices or None)
+    if isinstance(rc, grid.Grid):  # one program on one device (grid.check refuses a job)
+        states = grid.train_program(rc, run_dir, resume=resume, on_chunk=tick)
+    else:
+        states = driver.train_run(rc, run_dir, resume=resume, on_chunk=tick,
+                                  devices=opts.devices or None)
     bar.close()
     states = to_host(states)  # several processes: each held only its block of seeds
     return Trained(rc, states, run_dir, time.perf_counter() - t0)
@@ -172,8 +176,9 @@ def run_study(module: ModuleType, cfg) -> dict:
     runs = preflight(module, cfg)
     t0 = time.perf_counter()
     opts = options(cfg)
-    trained = {name: train_one(rc, Path(opts.ckpt_root) / name, opts, name)
-               for name, rc in runs.items()}
+    trained = {name: train_one(rc, Path(opts.ckpt_root) / name, opts,
+                               f"{name} [{i + 1}/{len(runs)}]")
+               for i, (name, rc) in enumerate(runs.items())}
     t_train = time.perf_counter() - t0
     result = {"experiment": name_of(module), "config": dataclasses.asdict(cfg),
               "reduced": is_reduced(cfg, getattr(module, "SCALE", ())),

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from lgjax import checkpoints, encodings, grid
+from lgjax import checkpoints, encodings
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TrainConfig
 from lgjax.experiments import contract_train
 from lgjax.experiments import realizability_train as rt
-from lgjax.study import RunOptions
+from lgjax.study import RunOptions, run_study
 
 DATA = Path(__file__).parent / "data"
 
@@ -73,10 +73,11 @@ def test_a_saved_flat_program_is_recognised_as_finished(tmp_path, capsys):
     cfg = rt.Config(tiers=("1L1H",), encodings=("rope",), tasks=("skip-3",), rope_scale=0.3,
                     name=name, layout="flat", run=run)
     saved = json.loads((DATA / "legacy_program" / "results.json").read_text())
-    assert rt.main(cfg)["programs"] == [saved]  # reused: nothing trained
+    assert rt.runs(cfg) == {}  # measured: nothing to train
+    assert run_study(rt, cfg)["programs"] == [saved]
     assert "1L1H rope" in capsys.readouterr().out
     path = rt.program_dir(cfg, "1L1H", "rope")
     other = rt.program_grid(dataclasses.replace(cfg, rope_scale=0.1), "1L1H", "rope")
-    assert rt.finished_result(path, other) is None
-    with pytest.raises(ConfigError, match="different grid"):
-        grid.GridDir(path, other)
+    assert rt.measured(cfg, path, other) is None
+    with pytest.raises(ConfigError, match=r"model\.enc\.scale: saved 0\.3 vs now 0\.1"):
+        checkpoints.check_run_dir(path, other, resume=True)

@@ -1,3 +1,4 @@
+import dataclasses
 import functools
 
 import chex
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 
 from lgjax import grid, train
+from lgjax.checkpoints import step_folders
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
 
 TASKS = (TaskConfig("prev", vocab=8), TaskConfig("skip", vocab=8, offset=2),
@@ -75,9 +77,11 @@ def test_resume_mid_grid_equals_uninterrupted(tmp_path):
 
     with pytest.raises(Killed):
         grid.train_program(g, tmp_path / "killed", on_chunk=kill, runner=runner)
-    assert grid.GridDir(tmp_path / "killed", g).latest() == 6
+    assert step_folders(tmp_path / "killed") == [3, 6]  # the last two are kept
+    with pytest.raises(ConfigError, match="--resume"):
+        grid.train_program(g, tmp_path / "killed", runner=runner)
     seen = []
-    resumed = grid.train_program(g, tmp_path / "killed", runner=runner,
+    resumed = grid.train_program(g, tmp_path / "killed", resume=True, runner=runner,
                                  on_chunk=lambda step, s, l: seen.append(step))
     assert seen == [9]  # only the missing chunk ran
     chex.assert_trees_all_equal(resumed, full)
@@ -88,9 +92,9 @@ def test_grid_refuses_mixed_shapes_and_other_configs(tmp_path):
     bad = grid.Grid((*g.tasks, TaskConfig("prev", vocab=9)), g.model, g.train)
     with pytest.raises(ConfigError, match="vocabulary sizes"):
         grid.check(bad)
-    grid.GridDir(tmp_path, g).close()
-    with pytest.raises(ConfigError, match="different grid"):
-        grid.GridDir(tmp_path, tiny_grid(steps=7))
+    grid.train_program(g, tmp_path)
+    with pytest.raises(ConfigError, match="holds a different config"):
+        grid.train_program(tiny_grid(steps=7), tmp_path, resume=True)
 
 
 def test_grid_config_round_trips():
@@ -98,15 +102,14 @@ def test_grid_config_round_trips():
     assert grid.Grid.from_json(g.to_json()) == g
 
 
-def test_study_skips_finished_programs_and_resumes_unfinished(tmp_path, capsys):
+def test_study_skips_measured_programs_and_resumes_unfinished(tmp_path, capsys):
     from lgjax.experiments import realizability_train as rt
-    from lgjax.study import RunOptions
+    from lgjax.study import RunOptions, run_study
 
+    run = RunOptions(seeds=2, steps=4, batch=4, eval_sequences=8, ckpt_root=str(tmp_path / "ck"),
+                     out=str(tmp_path / "out"), progress=False)
     cfg = rt.Config(tiers=("1L1H",), encodings=("rope",), tasks=("prev", "skip-2"), L0=8,
-                    test_lengths=(12,), d=16, vocab=8, chunk=2, ckpt_every=2,
-                    run=RunOptions(seeds=2, steps=4, batch=4, eval_sequences=8,
-                                   ckpt_root=str(tmp_path / "ck"), out=str(tmp_path / "out"),
-                                   progress=False))
+                    test_lengths=(12,), d=16, vocab=8, chunk=2, ckpt_every=2, run=run)
     g = rt.program_grid(cfg, "1L1H", "rope")
     path = rt.program_dir(cfg, "1L1H", "rope")
 
@@ -117,10 +120,15 @@ def test_study_skips_finished_programs_and_resumes_unfinished(tmp_path, capsys):
     with pytest.raises(Killed):
         grid.train_program(g, path, on_chunk=stop)
     with pytest.raises(ConfigError, match="--resume"):
-        rt.main(cfg)
-    cfg = rt.Config(**{**cfg.__dict__, "run": RunOptions(**{**cfg.run.__dict__, "resume": True})})
-    first = rt.main(cfg)["programs"][0]
-    assert first["resumed_from_step"] == 2 and np.shape(first["lg"]) == (2, 2, 1)
-    again = rt.main(cfg)["programs"][0]
+        run_study(rt, cfg)
+    first = run_study(rt, dataclasses.replace(cfg, run=dataclasses.replace(run, resume=True)))
+    first = first["programs"][0]
+    assert np.shape(first["lg"]) == (2, 2, 1)
+    clean = run_study(rt, dataclasses.replace(cfg, run=dataclasses.replace(
+        run, ckpt_root=str(tmp_path / "clean"))))["programs"][0]
+    assert (first["lg"], first["train_acc"]) == (clean["lg"], clean["train_acc"])
+    again = run_study(rt, cfg)["programs"][0]
     assert again == first  # read back from the program's results.json, not retrained
     assert "prev" in capsys.readouterr().out
+    fewer = run_study(rt, dataclasses.replace(cfg, run=dataclasses.replace(run, eval_sequences=4)))
+    assert fewer["programs"][0]["eval_sequences"] == 4  # measured again, from the last checkpoint
