@@ -19,7 +19,7 @@ offset task; ALiBi helps local copying and loses far ordered updates; RoPE may m
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,16 +30,18 @@ from lgjax.experiments import common, contract_report
 from lgjax.study import RunOptions
 from lgjax.tasks import CONTRACT_TASKS
 
-# The six schemes as model encodings: the encoding name and its options. The learned table's
-# rows past the trained range are read only through clamp (or interp, the interpolation
-# intervention), never trained; `ape_rows` sizes it for the longest evaluation.
-SCHEMES: dict[str, dict] = {
-    "ape": {"encoding": "ape", "enc": ApeOptions(oob="clamp")},
-    "sinusoidal": {"encoding": "sinusoidal"},
-    "relclip": {"encoding": "relclip", "enc": RelClipOptions(clip=16)},
-    "rope": {"encoding": "rope"},
-    "alibi": {"encoding": "alibi", "enc": AlibiOptions(slopes="geometric")},
-    "nope": {"encoding": "nope"},
+# The six schemes as model encodings: scheme -> (encoding, Config -> its options; None: the
+# defaults). The learned table's rows past the trained range are read only through clamp (or
+# interp, the interpolation intervention), never trained; `ape_rows` sizes it for the longest
+# evaluation.
+SCHEMES: dict[str, tuple[str, Callable]] = {
+    "ape": ("ape", lambda cfg: ApeOptions(oob="clamp", size=cfg.ape_rows,
+                                          train_max=cfg.train_lengths[1])),
+    "sinusoidal": ("sinusoidal", lambda cfg: None),
+    "relclip": ("relclip", lambda cfg: RelClipOptions(clip=16)),
+    "rope": ("rope", lambda cfg: None),
+    "alibi": ("alibi", lambda cfg: AlibiOptions(slopes="geometric")),
+    "nope": ("nope", lambda cfg: None),
 }
 RUN_ROOT = "contract"  # run directories: <ckpt_root>/contract/<task>/<scheme>
 
@@ -88,11 +90,9 @@ def eval_lengths(cfg: Config) -> tuple[int, ...]:
 
 def run_config(cfg: Config, task: str, scheme: str) -> RunConfig:
     lmin, lmax = cfg.train_lengths
-    model = ModelConfig(arch="transformer", layers=cfg.layers, d=cfg.d, heads=cfg.heads,
-                        query="last", **SCHEMES[scheme])
-    if model.encoding == "ape":
-        enc = dataclasses.replace(model.enc, size=cfg.ape_rows, train_max=lmax)
-        model = dataclasses.replace(model, enc=enc)
+    encoding, options = SCHEMES[scheme]
+    model = ModelConfig(encoding=encoding, enc=options(cfg), arch="transformer",
+                        layers=cfg.layers, d=cfg.d, heads=cfg.heads, query="last")
     return common.run_config(cfg, TaskConfig(task, vocab=cfg.vocab), model, lr=cfg.lr, lmin=lmin,
                              lmax=lmax)
 
