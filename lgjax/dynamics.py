@@ -19,6 +19,7 @@ import numpy as np
 from lgjax import analysis, checkpoints, evaluate, plots, report
 from lgjax.config import RunConfig
 from lgjax.encodings import ENCODINGS
+from lgjax.study import check_writable
 
 
 def static_metrics(params, cfg: RunConfig, lengths: tuple[int, ...]) -> dict:
@@ -119,7 +120,6 @@ def summary_table(rows: list[dict], metrics) -> str:
     return "\n".join(lines)
 
 
-
 @dataclass(frozen=True)
 class Config:
     run_dir: str = field(default="", metadata={"positional": True})  # run folder (config.json)
@@ -141,8 +141,9 @@ def default_metrics(cfg: RunConfig, rows: list[dict], lengths) -> list[str]:
 
 
 def main(cfg: Config) -> None:
-    run_cfg, rows, damaged = analyze(cfg.run_dir, cfg.lengths, cfg.eval_sequences)
     out = Path(cfg.out or Path(cfg.run_dir) / "dynamics")
+    check_writable(out, "--out")  # before the analysis, not after it
+    run_cfg, rows, damaged = analyze(cfg.run_dir, cfg.lengths, cfg.eval_sequences)
     write(rows, out)
     metrics = default_metrics(run_cfg, rows, cfg.lengths)
     plots.dynamics_figure(rows, metrics, out / "dynamics", title=str(cfg.run_dir))
