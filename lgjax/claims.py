@@ -81,9 +81,8 @@ def load_claims(source: str | Path) -> Claims:
         claim = Claim(**{f: entry[f] for f in fields})
         rules_by_component(claim)
         claims.append(claim)
-    ids = [c.id for c in claims]
-    if len(set(ids)) != len(ids):
-        twice = sorted(i for i, n in Counter(ids).items() if n > 1)
+    twice = sorted(i for i, n in Counter(c.id for c in claims).items() if n > 1)
+    if twice:
         raise ValueError(f"{path}: duplicate claim ids {twice}")
     return Claims(path.stem, tuple(claims))
 
@@ -113,12 +112,9 @@ class Stat:
     cells: tuple[float, ...]  # every raw value (seed x length cells) for exact and bound checks
 
     def show(self) -> str:
-        if isinstance(self.mean, list):
-            text = "[" + ", ".join(_num(v) for v in self.mean) + "]"
-        else:
-            text = _num(self.mean)
+        text = fmt_number(self.mean)
         if self.sd is not None:
-            text += f" +- {_num(self.sd)}"
+            text += f" +- {fmt_number(self.sd)}"
         return text + (f" (n={self.n})" if self.n else "")
 
 
@@ -129,12 +125,11 @@ def over_seeds(samples) -> Stat:
                 tuple(a.tolist()))
 
 
-def every_cell(values, seeds: int | None = None) -> Stat:
+def every_cell(values) -> Stat:
     """A discrete value read in every cell (seed x length ...): shown as its most common value."""
-    a = np.asarray(values).ravel()
-    common = Counter(a.tolist()).most_common(1)[0][0]
-    return Stat(common, None, int(seeds if seeds is not None else np.asarray(values).shape[0]),
-                tuple(a.tolist()))
+    a = np.asarray(values)
+    cells = a.ravel().tolist()
+    return Stat(Counter(cells).most_common(1)[0][0], None, int(a.shape[0]), tuple(cells))
 
 
 def fixed(value: float) -> Stat:
@@ -192,8 +187,7 @@ def parse_clause(clause: str) -> Rule:
         readings.append((head.rstrip(":"), rest))
     for label, body in readings:
         for pattern, kind in FORMS.items():
-            m = re.fullmatch(pattern, body)
-            if m:
+            if m := re.fullmatch(pattern, body):
                 x = m.groupdict().get("x")
                 return Rule(label, kind, float(x) if x else None, clause)
     raise ToleranceError(f"tolerance clause {clause!r} is not a known form; known forms: "
@@ -227,14 +221,19 @@ class Outcome:
     component: str  # "" for a bare value
     ok: bool
     text: str  # the comparison, with by how much
-    used: float = 0.0  # share of the tolerance used: <= 1 within it (abs, factor); 0 or inf else
+    used: float | None = None  # share of the tolerance used: <= 1 within it (abs, factor);
+    # a rule without a width leaves it None: 0 when ok, inf else
 
     def __post_init__(self):  # rules compute with numpy; keep report.json plain
         object.__setattr__(self, "ok", bool(self.ok))
-        object.__setattr__(self, "used", float(self.used))
+        used = (0.0 if self.ok else np.inf) if self.used is None else self.used
+        object.__setattr__(self, "used", float(used))
 
 
-def _num(x) -> str:
+def fmt_number(x) -> str:
+    """A measured or published number (or a list of them), compactly."""
+    if isinstance(x, list):
+        return "[" + ", ".join(fmt_number(v) for v in x) + "]"
     return f"{x:.4g}" if isinstance(x, float) else str(x)
 
 
@@ -244,9 +243,7 @@ def _abs(rule, name, pub, st, ctx) -> Outcome:
         raise NotRun(f"measurement {name or 'value'} has shape {m.shape}, published {p.shape}")
     dev = float(np.abs(m - p).max())
     ok = dev <= rule.amount + EPS
-    shown = "[" + ", ".join(_num(float(v)) for v in m) + "]" if isinstance(st.mean, list) \
-        else _num(st.mean)
-    return Outcome(name, ok, f"{shown} vs {pub}: off by {dev:.2g} "
+    return Outcome(name, ok, f"{fmt_number(st.mean)} vs {pub}: off by {dev:.2g} "
                              f"({'<=' if ok else '>'} {rule.amount:g})", dev / rule.amount)
 
 
@@ -262,11 +259,9 @@ def _resolve(pub, ctx):
 def _exact(rule, name, pub, st, ctx) -> Outcome:
     want = _resolve(pub, ctx)
     bad = [c for c in st.cells if c != want]
-    if not bad:
-        return Outcome(name, True, f"all {len(st.cells)} cells = {want}")
     seen = dict(sorted(Counter(st.cells).items()))
-    return Outcome(name, False, f"{len(bad)} of {len(st.cells)} cells differ from {want} "
-                                f"(seen {seen})", np.inf)
+    return Outcome(name, not bad, f"all {len(st.cells)} cells = {want}" if not bad
+                   else f"{len(bad)} of {len(st.cells)} cells differ from {want} (seen {seen})")
 
 
 def _factor(rule, name, pub, st, ctx) -> Outcome:
@@ -275,45 +270,40 @@ def _factor(rule, name, pub, st, ctx) -> Outcome:
     ratio = float(st.mean) / float(pub)
     used = abs(np.log(ratio)) / np.log(rule.amount) if ratio > 0 else np.inf
     ok = used <= 1 + EPS
-    return Outcome(name, ok, f"{_num(st.mean)} vs {pub}: ratio {ratio:.3g} "
+    return Outcome(name, ok, f"{fmt_number(st.mean)} vs {pub}: ratio {ratio:.3g} "
                              f"({'within' if ok else 'outside'} factor {rule.amount:g})", used)
 
 
 def _inside_range(rule, name, pub, st, ctx) -> Outcome:
     lo, hi = ctx["trained_range"]
     out = [c for c in st.cells if not lo <= c <= hi]
-    ok = not out
-    return Outcome(name, ok, (f"all {len(st.cells)} cells inside [{lo}, {hi}]" if ok else
-                              f"{len(out)} of {len(st.cells)} cells outside [{lo}, {hi}] "
-                              f"(e.g. {out[0]})"), 0.0 if ok else np.inf)
+    return Outcome(name, not out, f"all {len(st.cells)} cells inside [{lo}, {hi}]" if not out
+                   else f"{len(out)} of {len(st.cells)} cells outside [{lo}, {hi}] (e.g. {out[0]})")
 
 
 def _not_below_bound(rule, name, pub, st, ctx) -> Outcome:
-    bound = ctx["bound"][name]
-    gaps = np.asarray(st.cells) - np.asarray(bound.cells)
+    gaps = np.asarray(st.cells) - np.asarray(ctx["bound"][name].cells)
     below = int((gaps < 0).sum())
     text = (f"observed >= bound in all {gaps.size} seeds" if below == 0 else
             f"below the bound in {below} of {gaps.size} seeds (min gap {gaps.min():.3g})")
-    return Outcome(name, below == 0, text, 0.0 if below == 0 else np.inf)
+    return Outcome(name, below == 0, text)
 
 
 def _fails(rule, name, pub, st, ctx) -> Outcome:
-    ref = ctx["reference"]
-    best, worst_ref = max(st.cells), min(ref.cells)
+    best, worst_ref = max(st.cells), min(ctx["reference"].cells)
     ok = best <= FAIL_FRACTION * worst_ref
     return Outcome(name, ok, f"best {best:.3g} {'<=' if ok else '>'} {FAIL_FRACTION:g} x "
-                             f"RoPE's worst {worst_ref:.3g}", 0.0 if ok else np.inf)
+                             f"RoPE's worst {worst_ref:.3g}")
 
 
 def _ordering(rule, names, pubs, stats, ctx) -> list[Outcome]:
     p_order = list(np.argsort([float(pubs[n]) for n in names]))
     m_vals = [float(stats[n].mean) for n in names]
     ok = list(np.argsort(m_vals)) == p_order
-    shown = lambda vals: " vs ".join(f"{n} {_num(v)}" for n, v in zip(names, vals))
+    shown = lambda vals: " vs ".join(f"{n} {fmt_number(v)}" for n, v in zip(names, vals))
     return [Outcome(",".join(names), ok, f"published {shown([pubs[n] for n in names])}; "
                                          f"measured {shown(m_vals)}"
-                                         + ("" if ok else ": ordering reversed"),
-                    0.0 if ok else np.inf)]
+                                         + ("" if ok else ": ordering reversed"))]
 
 
 PER_COMPONENT: dict[str, Callable] = {"abs": _abs, "exact": _exact, "factor": _factor,

@@ -25,7 +25,13 @@ from lgjax.claims import (
 )
 
 TRAIN_RANGE = (8, 16)  # spec: every experiment read here trains on lengths [8, 16]
+SPANS = {"inside": lambda L: TRAIN_RANGE[0] <= L <= TRAIN_RANGE[1],  # evaluation lengths
+         "beyond": lambda L: L > TRAIN_RANGE[1]}
 CHANCE = 1 / 20  # 1/m at m = 20
+# guards = (path, want, about): the setting a claim's run must be at (see `need`)
+MULTISEED_K1 = (("K",), 1, "K")
+CONFIG_K2 = (("config", "K"), 2, "K")  # linear, mechanics
+TRANSFORMER_K3 = (("K",), 3, "K")
 
 
 # ---------------------------------------------------------------- reading results
@@ -57,65 +63,50 @@ def need(results: dict, experiment: str, guard: tuple | None) -> None:
         raise NotRun(f"{experiment} ran at {about} = {got}; this check needs {about} = {want}")
 
 
-def column(results, experiment, lengths_path, values_path, L: int) -> np.ndarray:
+def column(results, experiment, values_path, L: int) -> np.ndarray:
     """Per-seed values at evaluation length L from a [seeds, lengths] array."""
-    lengths = list(get(results, experiment, *lengths_path))
+    lengths = list(get(results, experiment, "lengths"))
     if L not in lengths:
         raise missing(f"{experiment}/{'/'.join(values_path)} at L = {L} (lengths {lengths})")
     return np.asarray(get(results, experiment, *values_path), float)[:, lengths.index(L)]
 
 
-def in_range_mean(results, experiment, lengths_path, values_path) -> np.ndarray:
-    """Per-seed mean over the evaluation lengths inside the training range."""
-    lengths = list(get(results, experiment, *lengths_path))
-    cols = [j for j, L in enumerate(lengths) if TRAIN_RANGE[0] <= L <= TRAIN_RANGE[1]]
+def span_mean(results, experiment, values_path, span: str = "inside") -> np.ndarray:
+    """Per-seed mean over the evaluation lengths inside (or beyond) the training range."""
+    lengths = list(get(results, experiment, "lengths"))
+    cols = [j for j, L in enumerate(lengths) if SPANS[span](L)]
     if not cols:
-        raise missing(f"{experiment} lengths inside {TRAIN_RANGE} (lengths {lengths})")
+        raise missing(f"{experiment} lengths {span} {TRAIN_RANGE} (lengths {lengths})")
     return np.asarray(get(results, experiment, *values_path), float)[:, cols].mean(1)
 
 
-def by_length(experiment, lengths_path, values_path, guard=None):
-    """A per-length claim: one component per evaluation length, mean over seeds."""
+def read(experiment: str, parts: dict, guard=None, notes=()):
+    """A claim whose components each reduce one array of the experiment's results: parts maps a
+    component ("" for a bare value) to (reduce, *path), reduce one of claims' over_seeds,
+    every_cell, fixed."""
     def measure(results):
         need(results, experiment, guard)
-        lengths = get(results, experiment, *lengths_path)
-        return Measured({str(L): over_seeds(column(results, experiment, lengths_path,
-                                                   values_path, L)) for L in lengths})
+        return Measured({name: reduce(get(results, experiment, *path))
+                         for name, (reduce, *path) in parts.items()}, notes=notes)
     return measure
 
 
-def _one_value(reduce):
-    """A claim measured by reducing one array of an experiment's results."""
-    def claim(experiment, *path, guard=None):
-        def measure(results):
-            need(results, experiment, guard)
-            return Measured({"": reduce(get(results, experiment, *path))})
-        return measure
-    return claim
+def seeds(experiment, *path, guard=None):
+    """A scalar claim with one sample per seed (extra trailing axes, e.g. H = 1, flattened)."""
+    return read(experiment, {"": (over_seeds, *path)}, guard)
 
 
-# a scalar claim with one sample per seed (extra trailing axes, e.g. H = 1, flattened)
-seeds = _one_value(over_seeds)
-# an exact claim over every cell of a discrete array (seed x length ...)
-cells = _one_value(every_cell)
+def cells(experiment, *path, guard=None):
+    """An exact claim over every cell of a discrete array (seed x length ...)."""
+    return read(experiment, {"": (every_cell, *path)}, guard)
 
 
-# ---------------------------------------------------------------- multiseed, prop1, linear
-
-MULTISEED_K1 = (("K",), 1, "K")
-
-
-# The decay law 1/a*(L) = alpha + c (L-1) as the spec names it: alpha the intercept (near 1),
-# c the slope. Claim component -> key of the results' fit dicts.
-DECAY_KEYS = {"alpha": "alpha", "c": "c", "R2": "r2"}
-
-
-def prop1_fit(K: int, key: str):
-    """Decay-law fit, one sample per seed."""
+def by_length(experiment, values_path, guard=None):
+    """A per-length claim: one component per evaluation length, mean over seeds."""
     def measure(results):
-        fits = get(results, "prop1", f"K{K}", "fits")
-        return Measured({"": over_seeds([dig(f, (DECAY_KEYS[key],), f"prop1/K{K}/fits/{i}")
-                                         for i, f in enumerate(fits)])})
+        need(results, experiment, guard)
+        return Measured({str(L): over_seeds(column(results, experiment, values_path, L))
+                         for L in get(results, experiment, "lengths")})
     return measure
 
 
@@ -123,27 +114,44 @@ def at_length(experiment: str, run: str, L: int, guard=None):
     """Accuracy of one run at one evaluation length, one sample per seed."""
     def measure(results):
         need(results, experiment, guard)
-        return Measured({"": over_seeds(column(results, experiment, ("lengths",),
-                                               (run, "accuracy"), L))})
+        return Measured({"": over_seeds(column(results, experiment, (run, "accuracy"), L))})
     return measure
 
 
-def in_range(experiment: str, run: str, guard=None):
-    """Accuracy of one run averaged over the in-range evaluation lengths, one sample per seed."""
+SPAN_NOTES = {"inside": f"mean over the evaluation lengths inside {list(TRAIN_RANGE)}",
+              "beyond": "mean over lengths beyond the range"}
+
+
+def span_accuracy(experiment: str, run: str, span: str, guard=None):
+    """Accuracy of one run averaged over the evaluation lengths inside (or beyond) the training
+    range, one sample per seed."""
     def measure(results):
         need(results, experiment, guard)
-        return Measured({"": over_seeds(in_range_mean(results, experiment, ("lengths",),
-                                                      (run, "accuracy")))},
-                        notes=(f"mean over the evaluation lengths inside {list(TRAIN_RANGE)}",))
+        return Measured({"": over_seeds(span_mean(results, experiment, (run, "accuracy"),
+                                                  span))}, notes=(SPAN_NOTES[span],))
     return measure
 
 
-LINEAR_K2 = (("config", "K"), 2, "K")
+# ---------------------------------------------------------------- prop1
+
+# The decay law 1/a*(L) = alpha + c (L-1) as the spec names it: alpha the intercept (near 1),
+# c the slope. Claim component -> key of the results' fit dicts.
+DECAY_KEYS = {"alpha": "alpha", "c": "c", "R2": "r2"}
+
+
+def fit_values(results, K: int, key: str) -> list[float]:
+    """A decay-law fit component (a DECAY_KEYS key), one value per seed."""
+    fits = get(results, "prop1", f"K{K}", "fits")
+    return [dig(f, (DECAY_KEYS[key],), f"prop1/K{K}/fits/{i}") for i, f in enumerate(fits)]
+
+
+def prop1_fit(K: int, key: str):
+    """Decay-law fit, one sample per seed."""
+    return lambda results: Measured({"": over_seeds(fit_values(results, K, key))})
 
 
 # ---------------------------------------------------------------- mechanics
 
-MECHANICS_K2 = (("config", "K"), 2, "K")
 SWEEP_ROWS = {  # claim id suffix -> mechanics part (d) row
     "d=32": "d-d32", "d=64": "d-d64", "d=128": "d-d128",
     "m=10": "m-vocab10", "m=20": "m-vocab20", "m=40": "m-vocab40",
@@ -165,20 +173,15 @@ def TAU_ROW(reading: str, tau: float) -> str:  # noqa: N802 -- the one place nam
 
 def sweep_row(row: str):
     """A one-seed sweep row: carrier fraction and the decay fit (alpha intercept, c slope)."""
-    def measure(results):
-        need(results, "mechanics", MECHANICS_K2)
-        fit = lambda k: over_seeds([get(results, "mechanics", "d", row, "fit", DECAY_KEYS[k])])
-        return Measured({"carrier_frac": over_seeds([get(results, "mechanics", "d", row,
-                                                         "carrier_key")]),
-                         "alpha": fit("alpha"), "c": fit("c"), "R2": fit("R2")},
-                        notes=(f"row {row}",))
-    return measure
+    fit = {k: (over_seeds, "d", row, "fit", DECAY_KEYS[k]) for k in ("alpha", "c", "R2")}
+    return read("mechanics", {"carrier_frac": (over_seeds, "d", row, "carrier_key"), **fit},
+                guard=CONFIG_K2, notes=(f"row {row}",))
 
 
 def ape_decay(lam: str):
     """Part (c) at one weight decay: out-of-range and interpolation-fix accuracy, pins, norms."""
     def measure(results):
-        need(results, "mechanics", MECHANICS_K2)
+        need(results, "mechanics", CONFIG_K2)
         row = lambda *p: get(results, "mechanics", "c", lam, *p)
         pins = np.asarray(row("pin"), float)
         return Measured({
@@ -194,7 +197,7 @@ def ape_decay(lam: str):
 
 
 def margin_rows(results) -> dict[int, dict]:
-    need(results, "mechanics", MECHANICS_K2)
+    need(results, "mechanics", CONFIG_K2)
     rows = get(results, "mechanics", "a", "rows")
     return {int(dig(r, ("length",), f"mechanics/a/rows/{i}")): r for i, r in enumerate(rows)}
 
@@ -221,7 +224,7 @@ def dynamics(metric: str, near: int = 200):
     """Part (b) series (mean over seeds): value at init, near step `near`, at the plateau (the
     last checkpoint)."""
     def measure(results):
-        need(results, "mechanics", MECHANICS_K2)
+        need(results, "mechanics", CONFIG_K2)
         steps = list(get(results, "mechanics", "b", metric, "steps"))
         mean = get(results, "mechanics", "b", metric, "mean")
         n = int(get(results, "mechanics", "config", "run", "seeds"))
@@ -253,11 +256,11 @@ def frequency(base: float):
     def measure(results):
         path = FREQUENCY_ROW(results, base)
         row = lambda *p: get(results, "frequency", *path, *p)
-        sel = column(results, "frequency", ("lengths",), (*path, "selected_offset"), 32)
+        sel = column(results, "frequency", (*path, "selected_offset"), 32)
         return Measured({"g1_g0": fixed(row("g1_over_g0")),
                          "max_g_s4": fixed(row("max_far_over_g0")),
-                         "acc48": over_seeds(column(results, "frequency", ("lengths",),
-                                                    (*path, "accuracy"), 48)),
+                         "acc48": over_seeds(column(results, "frequency", (*path, "accuracy"),
+                                                    48)),
                          "selected": every_cell(sel)},
                         context={"K": 2}, notes=("selected offset at L = 32",))
     return measure
@@ -276,16 +279,6 @@ def variants_top1(results) -> Measured:
                     notes=("H4_range: min and max over heads of the seed-mean",))
 
 
-def alibi_k1(results) -> Measured:
-    lengths = list(get(results, "variants", "lengths"))
-    acc = np.asarray(get(results, "variants", "a-alibi-K1", "accuracy"), float)
-    beyond = [j for j, L in enumerate(lengths) if L > TRAIN_RANGE[1]]
-    if not beyond:
-        raise missing(f"variants lengths beyond {TRAIN_RANGE[1]}")
-    return Measured({"": over_seeds(acc[:, beyond].mean(1))},
-                    notes=("mean over lengths beyond the range",))
-
-
 def alibi_k2(results) -> Measured:
     acc = np.asarray(get(results, "variants", "a-alibi-K2", "accuracy"), float).mean(0)
     rope = np.asarray(get(results, "variants", "a-rope-K2", "accuracy"), float).mean(0)
@@ -299,16 +292,8 @@ def alibi_k2(results) -> Measured:
 
 def t5(results) -> Measured:
     return Measured({
-        "in_range": over_seeds(in_range_mean(results, "variants", ("lengths",),
-                                             ("a-t5-K2", "accuracy"))),
-        "L48": over_seeds(column(results, "variants", ("lengths",), ("a-t5-K2", "accuracy"),
-                                 48))})
-
-
-def carrier_peaks(results) -> Measured:
-    return Measured({str(K): every_cell(get(results, "variants", f"c-rope-K{K}",
-                                            "carrier_argmax")) for K in (2, 3, 4, 5)},
-                    notes=("every seed",))
+        "in_range": over_seeds(span_mean(results, "variants", ("a-t5-K2", "accuracy"))),
+        "L48": over_seeds(column(results, "variants", ("a-t5-K2", "accuracy"), 48))})
 
 
 def content(results) -> Measured:
@@ -320,20 +305,9 @@ def content(results) -> Measured:
                     notes=("accuracy: mean over the task's evaluation lengths (12, 16)",))
 
 
-TRANSFORMER_K3 = (("K",), 3, "K")
-
-
-def transformer_key_frac(results) -> Measured:
-    need(results, "transformer", TRANSFORMER_K3)
-    return Measured({
-        "rope": over_seeds(get(results, "transformer", "rope", "shift_head_key_carrier")),
-        "ape": over_seeds(get(results, "transformer", "ape", "shift_head_key_carrier")),
-        "baseline": fixed(get(results, "transformer", "rope", "inverse_d_head"))})
-
-
 REGISTRY: dict = {
-    "t1.rope_acc": by_length("multiseed", ("lengths",), ("rope", "accuracy"), MULTISEED_K1),
-    "t1.ape_acc": by_length("multiseed", ("lengths",), ("ape", "accuracy"), MULTISEED_K1),
+    "t1.rope_acc": by_length("multiseed", ("rope", "accuracy"), MULTISEED_K1),
+    "t1.ape_acc": by_length("multiseed", ("ape", "accuracy"), MULTISEED_K1),
     "t1.rope_selects_minus_K": cells("multiseed", "rope", "selected_offset", guard=MULTISEED_K1),
     **{f"t2.K{K}.{name}": seeds("prop1", f"K{K}", key)
        for K in (1, 2, 3) for name, key in (("key_frac", "carrier_key"),
@@ -342,13 +316,13 @@ REGISTRY: dict = {
     **{f"t2.K{K}.{k}": prop1_fit(K, k) for K in (1, 2, 3) for k in ("alpha", "c", "R2")},
     **{f"align.K{K}.{name}": seeds("prop1", f"K{K}", f"align_{name}")
        for K in (1, 2, 3) for name in ("shifted", "plain")},
-    "t3.linear_in_range": in_range("linear", "linear", guard=LINEAR_K2),
-    "t3.linear_L48": at_length("linear", "linear", 48, guard=LINEAR_K2),
-    "t3.linear_key_frac": seeds("linear", "linear", "carrier_key", guard=LINEAR_K2),
-    "t3.linear_cos": seeds("linear", "linear", "align_shifted", guard=LINEAR_K2),
-    "t3.softmax_L48": at_length("linear", "softmax", 48, guard=LINEAR_K2),
-    "t3.softmax_key_frac": seeds("linear", "softmax", "carrier_key", guard=LINEAR_K2),
-    "t3.softmax_cos": seeds("linear", "softmax", "align_shifted", guard=LINEAR_K2),
+    "t3.linear_in_range": span_accuracy("linear", "linear", "inside", guard=CONFIG_K2),
+    "t3.linear_L48": at_length("linear", "linear", 48, guard=CONFIG_K2),
+    "t3.linear_key_frac": seeds("linear", "linear", "carrier_key", guard=CONFIG_K2),
+    "t3.linear_cos": seeds("linear", "linear", "align_shifted", guard=CONFIG_K2),
+    "t3.softmax_L48": at_length("linear", "softmax", 48, guard=CONFIG_K2),
+    "t3.softmax_key_frac": seeds("linear", "softmax", "carrier_key", guard=CONFIG_K2),
+    "t3.softmax_cos": seeds("linear", "softmax", "align_shifted", guard=CONFIG_K2),
     **{f"t4.{name}": sweep_row(row) for name, row in SWEEP_ROWS.items()},
     **{f"t4.tau={tau}": {reading: sweep_row(TAU_ROW(reading, tau))
                          for reading in (TAU_DIVIDES, TAU_MULTIPLIES)}
@@ -360,20 +334,23 @@ REGISTRY: dict = {
     "t7.observed": margin_series("observed"),
     "dyn.key_frac": dynamics("carrier_key/h0"),
     "dyn.top1": dynamics("sv_energy/h0"),
-    "t8.H1_peak": by_length("variants", ("lengths",), ("d-rope-H1", "peak_height")),
-    "t8.H4_peak": by_length("variants", ("lengths",), ("d-rope-H4", "peak_height")),
+    "t8.H1_peak": by_length("variants", ("d-rope-H1", "peak_height")),
+    "t8.H4_peak": by_length("variants", ("d-rope-H4", "peak_height")),
     "t8.top1": variants_top1,
-    "f5.alibi_K1": alibi_k1,
+    "f5.alibi_K1": span_accuracy("variants", "a-alibi-K1", "beyond"),
     "f5.alibi_K2": alibi_k2,
     "f5.t5": t5,
     "f5.rope_K2_L48": at_length("variants", "a-rope-K2", 48),
-    "f5.carrier_peaks": carrier_peaks,
+    "f5.carrier_peaks": read("variants", {str(K): (every_cell, f"c-rope-K{K}", "carrier_argmax")
+                                          for K in (2, 3, 4, 5)}, notes=("every seed",)),
     "f5.content": content,
     "f6.rope_L48": at_length("transformer", "rope", 48, guard=TRANSFORMER_K3),
-    "f6.ape": by_length("transformer", ("lengths",), ("ape", "accuracy"), guard=TRANSFORMER_K3),
-    "f6.key_frac": transformer_key_frac,
+    "f6.ape": by_length("transformer", ("ape", "accuracy"), guard=TRANSFORMER_K3),
+    "f6.key_frac": read("transformer", {"rope": (over_seeds, "rope", "shift_head_key_carrier"),
+                                        "ape": (over_seeds, "ape", "shift_head_key_carrier"),
+                                        "baseline": (fixed, "rope", "inverse_d_head")},
+                        guard=TRANSFORMER_K3),
 }
-
 
 
 # ---------------------------------------------------------------- the spec's "expect" column
@@ -381,16 +358,23 @@ REGISTRY: dict = {
 # the claims file already checks with a tolerance (RoPE's selected offset in every cell, the
 # carrier peak at -K, the bound being valid, ALiBi at K = 1 and 2) are not repeated here.
 
-
-def _seed_mean(results, experiment, *path) -> np.ndarray:
-    """[seeds, lengths] -> per-length mean over seeds."""
-    return np.asarray(get(results, experiment, *path), float).mean(0)
+EXPECTATIONS: list[Expectation] = []  # in the order the predicates below are defined
 
 
-def _at(results, experiment, lengths_path, values_path, pick) -> dict[int, float]:
-    """{L: seed-mean} for the evaluated lengths L with pick(L)."""
-    lengths = list(get(results, experiment, *lengths_path))
-    mean = _seed_mean(results, experiment, *values_path)
+def expect(id_: str, text: str, criterion: str):
+    """Make the decorated predicate (results -> (holds, what was seen)) the expectation id_,
+    of the experiment its id begins with."""
+    def add(predicate):
+        experiment = id_.split(".")[0]
+        EXPECTATIONS.append(Expectation(id_, experiment, text, criterion, predicate))
+        return predicate
+    return add
+
+
+def _at(results, experiment, values_path, pick) -> dict[int, float]:
+    """{L: seed-mean} for the evaluated lengths L with pick(L) from a [seeds, lengths] array."""
+    lengths = list(get(results, experiment, "lengths"))
+    mean = np.asarray(get(results, experiment, *values_path), float).mean(0)
     out = {L: float(mean[j]) for j, L in enumerate(lengths) if pick(L)}
     if not out:
         raise missing(f"{experiment}/{'/'.join(values_path)} at the lengths this predicate reads")
@@ -401,35 +385,42 @@ def _show(d: dict) -> str:
     return ", ".join(f"{k}: {v:.3g}" for k, v in d.items())
 
 
-IN_RANGE = lambda L: TRAIN_RANGE[0] <= L <= TRAIN_RANGE[1]
-BEYOND = lambda L: L > TRAIN_RANGE[1]
-
-
+@expect("multiseed.rope_near_1_in_range", "RoPE near 1.0 in range",
+        "RoPE accuracy >= 0.95 at every evaluation length inside [8, 16]")
 def rope_near_one_in_range(results):
-    acc = _at(results, "multiseed", ("lengths",), ("rope", "accuracy"), IN_RANGE)
+    acc = _at(results, "multiseed", ("rope", "accuracy"), SPANS["inside"])
     return min(acc.values()) >= 0.95, _show(acc)
 
 
+@expect("multiseed.rope_above_chance_at_48", "RoPE still well above chance at 48",
+        "RoPE accuracy at 48 >= 10 x chance (0.5)")
 def rope_well_above_chance_at_48(results):
-    acc = _at(results, "multiseed", ("lengths",), ("rope", "accuracy"), lambda L: L == 48)[48]
+    acc = _at(results, "multiseed", ("rope", "accuracy"), lambda L: L == 48)[48]
     return acc >= 10 * CHANCE, f"acc@48 {acc:.3g}"
 
 
+@expect("multiseed.rope_slow_decline", "RoPE declines slowly with length",
+        "from L = 16 to the longest length RoPE accuracy drops by <= 0.3 and never rises by "
+        "more than 0.02 from one length to the next")
 def rope_slow_decline(results):
-    acc = _at(results, "multiseed", ("lengths",), ("rope", "accuracy"), lambda L: L >= 16)
+    acc = _at(results, "multiseed", ("rope", "accuracy"), lambda L: L >= 16)
     vals = list(acc.values())
     rises = max(b - a for a, b in zip(vals, vals[1:])) if len(vals) > 1 else 0.0
     drop = acc[min(acc)] - acc[max(acc)]
     return drop <= 0.3 and rises <= 0.02, f"{_show(acc)}; drop {drop:.3g}"
 
 
+@expect("multiseed.ape_1_in_range", "APE 1.0 in range",
+        "APE accuracy >= 0.95 at every evaluation length inside [8, 16]")
 def ape_one_in_range(results):
-    acc = _at(results, "multiseed", ("lengths",), ("ape", "accuracy"), IN_RANGE)
+    acc = _at(results, "multiseed", ("ape", "accuracy"), SPANS["inside"])
     return min(acc.values()) >= 0.95, _show(acc)
 
 
+@expect("multiseed.ape_chance_from_20", "APE near chance from 20 on",
+        "APE accuracy <= chance + 0.10 at every length >= 20")
 def ape_chance_from_20(results):
-    acc = _at(results, "multiseed", ("lengths",), ("ape", "accuracy"), lambda L: L >= 20)
+    acc = _at(results, "multiseed", ("ape", "accuracy"), lambda L: L >= 20)
     return max(acc.values()) <= CHANCE + 0.10, _show(acc)
 
 
@@ -446,6 +437,19 @@ def shift_coincide(encoding: str, coords: str):
     return predicate
 
 
+expect("shift.rope_relative", "RoPE curves coincide in relative coordinates",
+       "RoPE's largest gap between length-curves is smaller in relative than in absolute "
+       "coordinates, and every length peaks at the same offset")(
+    shift_coincide("rope", "relative"))
+expect("shift.ape_absolute", "APE curves coincide in absolute coordinates",
+       "APE's largest gap between length-curves is smaller in absolute than in relative "
+       "coordinates, and every length peaks at the same position")(
+    shift_coincide("ape", "absolute"))
+
+
+@expect("prop1.carrier_above_init", "carrier fraction far above its value at initialisation",
+        "for K = 1, 2, 3, key and query carrier fractions (seed-mean) >= 4 x their value at "
+        "initialisation")
 def carrier_above_init(results):
     seen, ok = [], True
     for K in (1, 2, 3):
@@ -457,12 +461,16 @@ def carrier_above_init(results):
     return ok, "; ".join(seen)
 
 
+@expect("prop1.decay_fit_good", "good linear fit of 1/a*",
+        "decay-law R^2 (seed-mean) >= 0.8 for K = 1, 2, 3")
 def decay_fit_good(results):
-    r2 = {K: float(np.mean([dig(f, (DECAY_KEYS["R2"],), f"prop1/K{K}/fits")
-                            for f in get(results, "prop1", f"K{K}", "fits")])) for K in (1, 2, 3)}
+    r2 = {K: float(np.mean(fit_values(results, K, "R2"))) for K in (1, 2, 3)}
     return min(r2.values()) >= 0.8, "R^2 " + _show(r2)
 
 
+@expect("mechanics.bound_loose", "margin bound valid but loose",
+        "observed target attention exceeds the bound by >= 0.1 (seed-means) at every length "
+        "(validity is checked by claim t7.observed)")
 def bound_loose(results):
     rows = margin_rows(results)
     gap = {L: float(np.mean(dig(r, ("observed",), f"mechanics/a/rows/L={L}"))
@@ -471,9 +479,11 @@ def bound_loose(results):
     return min(gap.values()) >= 0.1, "observed - bound " + _show(gap)
 
 
+@expect("mechanics.carrier_rank_early_plateau",
+        "carrier and rank concentration appear together early, then plateau",
+        "carrier fraction and top-1 SV energy each reach half their rise by a quarter of "
+        "training and move by <= a tenth of their rise over its second half")
 def carrier_and_rank_early_then_plateau(results):
-    """Both series reach half their rise by a quarter of training and move by at most a tenth of
-    their rise over its second half."""
     seen, ok = [], True
     for metric in ("carrier_key/h0", "sv_energy/h0"):
         steps = np.asarray(get(results, "mechanics", "b", metric, "steps"), float)
@@ -488,6 +498,10 @@ def carrier_and_rank_early_then_plateau(results):
     return bool(ok), "; ".join(seen)
 
 
+@expect("mechanics.ape_chance_every_decay_and_fix",
+        "APE out-of-range accuracy near chance for every lambda and every fix",
+        "mean accuracy beyond the range <= chance + 0.10 for every weight decay, unfixed and "
+        "under every inference-time fix")
 def ape_chance_every_decay_and_fix(results):
     rows = get(results, "mechanics", "c")
     seen, ok = [], True
@@ -500,6 +514,8 @@ def ape_chance_every_decay_and_fix(results):
     return ok, "; ".join(seen)
 
 
+@expect("frequency.selects_minus_K", "selection at -K for every base",
+        "selected offset = -2 in every seed x length cell for every base (K = 2)")
 def frequency_selects_every_length(results):
     seen, ok = [], True
     for base in (1000, 10000, 100000):
@@ -511,32 +527,39 @@ def frequency_selects_every_length(results):
     return ok, "; ".join(seen)
 
 
+@expect("frequency.mild_loss_largest_base", "mild loss at the largest base",
+        "accuracy at 48: base 1e5 at most 0.15 below base 1e4 (and not above it by more than "
+        "0.01)")
 def frequency_mild_loss(results):
-    acc = {}
-    for base in (10000, 100000):
-        path = FREQUENCY_ROW(results, float(base))
-        acc[base] = float(column(results, "frequency", ("lengths",), (*path, "accuracy"),
-                                 48).mean())
+    acc = {base: float(column(results, "frequency", (*FREQUENCY_ROW(results, float(base)),
+                                                      "accuracy"), 48).mean())
+           for base in (10000, 100000)}
     loss = acc[10000] - acc[100000]
     return -0.01 <= loss <= 0.15, f"acc@48 base 1e4 {acc[10000]:.3g}, 1e5 {acc[100000]:.3g}"
 
 
+@expect("linear.fits_in_range_chance_at_48", "linear fits in range, near chance at 48",
+        "linear head accuracy >= 0.9 in range and <= chance + 0.10 at 48")
 def linear_in_range_chance_beyond(results):
-    inr = float(in_range_mean(results, "linear", ("lengths",), ("linear", "accuracy")).mean())
-    at48 = float(column(results, "linear", ("lengths",), ("linear", "accuracy"), 48).mean())
+    inr = float(span_mean(results, "linear", ("linear", "accuracy")).mean())
+    at48 = float(column(results, "linear", ("linear", "accuracy"), 48).mean())
     return inr >= 0.9 and at48 <= CHANCE + 0.10, f"in range {inr:.3g}, acc@48 {at48:.3g}"
 
 
+@expect("linear.low_carrier", "linear head: low carrier fraction",
+        "linear head key carrier fraction <= 0.2 and below the softmax head's")
 def linear_low_carrier(results):
     lin = float(np.mean(get(results, "linear", "linear", "carrier_key")))
     soft = float(np.mean(get(results, "linear", "softmax", "carrier_key")))
     return lin <= 0.2 and lin < soft, f"linear {lin:.3g}, softmax {soft:.3g}"
 
 
+@expect("variants.t5_selects_any_K", "T5 selects any K",
+        "T5 bias: selected offset = -K in every seed x in-range length cell, K = 1, 2")
 def t5_selects_any_k(results):
     seen, ok = [], True
     lengths = list(get(results, "variants", "lengths"))
-    cols = [j for j, L in enumerate(lengths) if IN_RANGE(L)]
+    cols = [j for j, L in enumerate(lengths) if SPANS["inside"](L)]
     for K in (1, 2):
         offs = np.asarray(get(results, "variants", f"a-t5-K{K}", "selected_offset"))[:, cols]
         ok &= bool((offs == -K).all())
@@ -544,38 +567,49 @@ def t5_selects_any_k(results):
     return ok, "; ".join(seen)
 
 
+@expect("variants.t5_decays_faster", "T5 decays faster than RoPE",
+        "K = 2: T5's accuracy drop from L = 16 to 48 exceeds RoPE's")
 def t5_decays_faster(results):
     drop = {}
     for enc in ("t5", "rope"):
-        acc = _at(results, "variants", ("lengths",), (f"a-{enc}-K2", "accuracy"),
-                  lambda L: L in (16, 48))
+        acc = _at(results, "variants", (f"a-{enc}-K2", "accuracy"), lambda L: L in (16, 48))
         if set(acc) != {16, 48}:
             raise missing(f"variants/a-{enc}-K2/accuracy at L = 16 and 48")
         drop[enc] = acc[16] - acc[48]
     return drop["t5"] > drop["rope"], "drop 16 -> 48 " + _show(drop)
 
 
+@expect("variants.more_heads_dilute", "more heads dilute more",
+        "peak attention height of H = 4 (its peak head) below H = 1's at every length")
 def more_heads_dilute(results):
-    h1 = _at(results, "variants", ("lengths",), ("d-rope-H1", "peak_height"), lambda L: True)
-    h4 = _at(results, "variants", ("lengths",), ("d-rope-H4", "peak_height"), lambda L: True)
+    h1 = _at(results, "variants", ("d-rope-H1", "peak_height"), lambda L: True)
+    h4 = _at(results, "variants", ("d-rope-H4", "peak_height"), lambda L: True)
     ok = all(h4[L] < h1[L] for L in h1)
     return ok, f"H = 1 {_show(h1)}; H = 4 {_show(h4)}"
 
 
+@expect("transformer.rope_near_1", "RoPE stays near 1.0 to 48",
+        "RoPE per-token accuracy >= 0.95 at every evaluation length")
 def transformer_rope_near_one(results):
     need(results, "transformer", TRANSFORMER_K3)
-    acc = _at(results, "transformer", ("lengths",), ("rope", "accuracy"), lambda L: True)
+    acc = _at(results, "transformer", ("rope", "accuracy"), lambda L: True)
     return min(acc.values()) >= 0.95, _show(acc)
 
 
+@expect("transformer.ape_tracks_in_range_fraction",
+        "APE per-token accuracy tracks (Lmax-K)/(L-K)",
+        "|APE accuracy - (16-3)/(L-3)| <= 0.10 at every length beyond 16")
 def transformer_ape_tracks_in_range(results):
     need(results, "transformer", TRANSFORMER_K3)
-    acc = _at(results, "transformer", ("lengths",), ("ape", "accuracy"), BEYOND)
+    acc = _at(results, "transformer", ("ape", "accuracy"), SPANS["beyond"])
     lmax, K = TRAIN_RANGE[1], 3
     gap = {L: a - (lmax - K) / (L - K) for L, a in acc.items()}
     return max(abs(g) for g in gap.values()) <= 0.10, "acc - (Lmax-K)/(L-K) " + _show(gap)
 
 
+@expect("transformer.rope_profiles_coincide",
+        "a RoPE head's offset profile at 16 and 48 coincide and peak at -K",
+        "the RoPE shift head's offset profile peaks at -3 at both L = 16 and L = 48, every seed")
 def transformer_profiles_coincide(results):
     need(results, "transformer", TRANSFORMER_K3)
     heads = get(results, "transformer", "rope", "shift_head")
@@ -589,80 +623,3 @@ def transformer_profiles_coincide(results):
         ok &= peaks[16] == peaks[48] == -3
         seen.append(f"seed {s} layer {layer} head {head}: peaks {peaks}")
     return ok, "; ".join(seen)
-
-
-EXPECTATIONS = [
-    Expectation("multiseed.rope_near_1_in_range", "multiseed", "RoPE near 1.0 in range",
-                "RoPE accuracy >= 0.95 at every evaluation length inside [8, 16]",
-                rope_near_one_in_range),
-    Expectation("multiseed.rope_above_chance_at_48", "multiseed",
-                "RoPE still well above chance at 48",
-                "RoPE accuracy at 48 >= 10 x chance (0.5)", rope_well_above_chance_at_48),
-    Expectation("multiseed.rope_slow_decline", "multiseed", "RoPE declines slowly with length",
-                "from L = 16 to the longest length RoPE accuracy drops by <= 0.3 and never "
-                "rises by more than 0.02 from one length to the next", rope_slow_decline),
-    Expectation("multiseed.ape_1_in_range", "multiseed", "APE 1.0 in range",
-                "APE accuracy >= 0.95 at every evaluation length inside [8, 16]",
-                ape_one_in_range),
-    Expectation("multiseed.ape_chance_from_20", "multiseed", "APE near chance from 20 on",
-                "APE accuracy <= chance + 0.10 at every length >= 20", ape_chance_from_20),
-    Expectation("shift.rope_relative", "shift", "RoPE curves coincide in relative coordinates",
-                "RoPE's largest gap between length-curves is smaller in relative than in "
-                "absolute coordinates, and every length peaks at the same offset",
-                shift_coincide("rope", "relative")),
-    Expectation("shift.ape_absolute", "shift", "APE curves coincide in absolute coordinates",
-                "APE's largest gap between length-curves is smaller in absolute than in "
-                "relative coordinates, and every length peaks at the same position",
-                shift_coincide("ape", "absolute")),
-    Expectation("prop1.carrier_above_init", "prop1",
-                "carrier fraction far above its value at initialisation",
-                "for K = 1, 2, 3, key and query carrier fractions (seed-mean) >= 4 x their "
-                "value at initialisation", carrier_above_init),
-    Expectation("prop1.decay_fit_good", "prop1", "good linear fit of 1/a*",
-                "decay-law R^2 (seed-mean) >= 0.8 for K = 1, 2, 3", decay_fit_good),
-    Expectation("mechanics.bound_loose", "mechanics", "margin bound valid but loose",
-                "observed target attention exceeds the bound by >= 0.1 (seed-means) at every "
-                "length (validity is checked by claim t7.observed)", bound_loose),
-    Expectation("mechanics.carrier_rank_early_plateau", "mechanics",
-                "carrier and rank concentration appear together early, then plateau",
-                "carrier fraction and top-1 SV energy each reach half their rise by a quarter "
-                "of training and move by <= a tenth of their rise over its second half",
-                carrier_and_rank_early_then_plateau),
-    Expectation("mechanics.ape_chance_every_decay_and_fix", "mechanics",
-                "APE out-of-range accuracy near chance for every lambda and every fix",
-                "mean accuracy beyond the range <= chance + 0.10 for every weight decay, "
-                "unfixed and under every inference-time fix", ape_chance_every_decay_and_fix),
-    Expectation("frequency.selects_minus_K", "frequency", "selection at -K for every base",
-                "selected offset = -2 in every seed x length cell for every base (K = 2)",
-                frequency_selects_every_length),
-    Expectation("frequency.mild_loss_largest_base", "frequency",
-                "mild loss at the largest base",
-                "accuracy at 48: base 1e5 at most 0.15 below base 1e4 (and not above it by "
-                "more than 0.01)", frequency_mild_loss),
-    Expectation("linear.fits_in_range_chance_at_48", "linear",
-                "linear fits in range, near chance at 48",
-                "linear head accuracy >= 0.9 in range and <= chance + 0.10 at 48",
-                linear_in_range_chance_beyond),
-    Expectation("linear.low_carrier", "linear", "linear head: low carrier fraction",
-                "linear head key carrier fraction <= 0.2 and below the softmax head's",
-                linear_low_carrier),
-    Expectation("variants.t5_selects_any_K", "variants", "T5 selects any K",
-                "T5 bias: selected offset = -K in every seed x in-range length cell, K = 1, 2",
-                t5_selects_any_k),
-    Expectation("variants.t5_decays_faster", "variants", "T5 decays faster than RoPE",
-                "K = 2: T5's accuracy drop from L = 16 to 48 exceeds RoPE's", t5_decays_faster),
-    Expectation("variants.more_heads_dilute", "variants", "more heads dilute more",
-                "peak attention height of H = 4 (its peak head) below H = 1's at every length",
-                more_heads_dilute),
-    Expectation("transformer.rope_near_1", "transformer", "RoPE stays near 1.0 to 48",
-                "RoPE per-token accuracy >= 0.95 at every evaluation length",
-                transformer_rope_near_one),
-    Expectation("transformer.ape_tracks_in_range_fraction", "transformer",
-                "APE per-token accuracy tracks (Lmax-K)/(L-K)",
-                "|APE accuracy - (16-3)/(L-3)| <= 0.10 at every length beyond 16",
-                transformer_ape_tracks_in_range),
-    Expectation("transformer.rope_profiles_coincide", "transformer",
-                "a RoPE head's offset profile at 16 and 48 coincide and peak at -K",
-                "the RoPE shift head's offset profile peaks at -3 at both L = 16 and L = 48, "
-                "every seed", transformer_profiles_coincide),
-]

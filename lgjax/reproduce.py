@@ -76,11 +76,11 @@ def main(cfg: Config) -> dict:
     check_writable(Path(cfg.out), "--out")
     names = [n for n in EXPERIMENTS[cfg.study] if not cfg.only or n in cfg.only]
     planned = [(n, *experiment_config(n, cfg, root)) for n in names]
-    walls, results = {}, {}
+    walls = {}
     for name, module, exp_cfg in planned:
         print(f"== {name}", file=sys.stderr)
         t0 = time.perf_counter()
-        results[name] = run_study(module, exp_cfg)
+        run_study(module, exp_cfg)
         walls[name] = time.perf_counter() - t0
     dirs = {n: Path(cfg.out) / n for n in EXPERIMENTS[cfg.study]}
     results = claims.load_results(dirs)  # what the files hold, also earlier --only runs

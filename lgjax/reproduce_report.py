@@ -6,8 +6,8 @@ one-screen summary printed on stdout.
     print(text)
 
 `figures` maps an experiment to its figure PNG(s); report.md links copies under out_dir/figures,
-report.html embeds them (base64), each beside the published and measured values of that
-experiment's claims. An experiment without a figure says so.
+each beside the published and measured values of that experiment's claims. An experiment without
+a figure says so. report.html is report.md rendered (python-markdown), its figures embedded.
 """
 
 from __future__ import annotations
@@ -17,14 +17,16 @@ import dataclasses
 import html
 import json
 import math
+import re
 import shutil
 import textwrap
 from collections import Counter, defaultdict
 from pathlib import Path
 
+import markdown
 import numpy as np
 
-from lgjax.claims import DIFFERS, FAILS, HOLDS, MATCHES, NOT_RUN, Verdict
+from lgjax.claims import DIFFERS, FAILS, HOLDS, MATCHES, NOT_RUN, Verdict, fmt_number
 from lgjax.report import markdown_table
 
 MARK = {MATCHES: "matches", DIFFERS: "DIFFERS", NOT_RUN: "not run", HOLDS: "holds",
@@ -39,11 +41,7 @@ def fmt_value(value) -> str:
     """A published value or a component of it, compactly."""
     if isinstance(value, dict):
         return ", ".join(f"{k}: {fmt_value(v)}" for k, v in value.items())
-    if isinstance(value, list):
-        return "[" + ", ".join(fmt_value(v) for v in value) + "]"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return "-" if value is None else str(value)
+    return "-" if value is None else fmt_number(value)
 
 
 def fmt_measured(measured: dict) -> str:
@@ -123,11 +121,6 @@ def summary(verdicts: list[Verdict], results: dict[str, dict], reduced: bool,
 # ---------------------------------------------------------------- report files
 
 
-def _figure_list(figures: dict[str, Path | list[Path]]) -> dict[str, list[Path]]:
-    return {k: [Path(p) for p in (v if isinstance(v, list | tuple) else [v])]
-            for k, v in figures.items()}
-
-
 def _json_safe(x):
     if isinstance(x, np.generic):
         x = x.item()
@@ -176,8 +169,8 @@ EXPECT_COLS = ["expectation", "spec", "says", "published", "measured", "criterio
 SHORT_COLS = ["claim", "published", "measured", "verdict"]
 
 
-def write_md(verdicts, results, figures, path: Path, reduced: bool, study: str) -> None:
-    fig_dir = path.parent / "figures"
+def report_markdown(verdicts, results, figures, out: Path, reduced: bool, study: str) -> str:
+    """report.md's text (report.html renders it); copies the figures it links to out/figures."""
     claims = [v for v in verdicts if v.kind == "claim"]
     expects = [v for v in verdicts if v.kind == "expect"]
     lines = [f"# Reproduction report: {study}", "", f"**{scale_line(reduced, results)}**", "",
@@ -192,16 +185,16 @@ def write_md(verdicts, results, figures, path: Path, reduced: bool, study: str) 
             if not fig.exists():
                 lines += [f"(figure missing: {fig})", ""]
                 continue
-            fig_dir.mkdir(parents=True, exist_ok=True)
-            copy = fig_dir / f"{name}-{fig.name}"
+            copy = out / FIGURES / f"{name}-{fig.name}"
+            copy.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(fig, copy)
-            lines += [f"![{name}: {fig.stem}](figures/{copy.name})", ""]
+            lines += [f"![{name}: {fig.stem}]({FIGURES}/{copy.name})", ""]
         if not figures.get(name):
             lines += ["(no figure)", ""]
         mine = [v for v in claims if v.experiment == name]
         if mine:
             lines += markdown_table(SHORT_COLS, [_short_row(v) for v in mine]) + [""]
-    path.write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 def _experiment_line(name: str, results: dict) -> str:
@@ -213,56 +206,28 @@ def _experiment_line(name: str, results: dict) -> str:
             + (f"; {wall:.0f} s" if isinstance(wall, int | float) else ""))
 
 
+FIGURES = "figures"  # report.md's figure copies, beside it
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}
 table{border-collapse:collapse;font-size:13px;margin:1em 0}
 td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top;text-align:left}
-th{background:#f0f0f0}.matches,.holds{background:#e6f4e6}.differs,.fails{background:#fbe3e3}
-.not-run{background:#f3f3f3;color:#666}.banner{padding:.6em;background:#fff4d6;
-border:1px solid #e0c060}pre{background:#f7f7f7;padding:1em;overflow-x:auto}
-img{max-width:100%;border:1px solid #ddd}"""
+th{background:#f0f0f0}tr:has(.matches,.holds){background:#e6f4e6}
+tr:has(.differs,.fails){background:#fbe3e3}tr:has(.not-run){background:#f3f3f3;color:#666}
+pre{background:#f7f7f7;padding:1em;overflow-x:auto}img{max-width:100%;border:1px solid #ddd}"""
 
 
-def _html_table(cols: list[str], rows: list[tuple[str, list[str]]]) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-    body = "".join(f"<tr class=\"{cls}\">" + "".join(f"<td>{html.escape(str(c))}</td>"
-                                                   for c in r) + "</tr>" for cls, r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
-
-
-def _cls(v: Verdict) -> str:
-    return v.status.replace(" ", "-")
-
-
-def write_html(verdicts, results, figures, path: Path, reduced: bool, study: str) -> None:
-    claims = [v for v in verdicts if v.kind == "claim"]
-    expects = [v for v in verdicts if v.kind == "expect"]
-    esc = html.escape
-    parts = [f"<!doctype html><html><head><meta charset=\"utf-8\"><title>Reproduction report: "
-             f"{esc(study)}</title><style>{CSS}</style></head><body>",
-             f"<h1>Reproduction report: {esc(study)}</h1>",
-             f"<p class=\"banner\"><b>{esc(scale_line(reduced, results))}</b></p>",
-             f"<pre>{esc(summary(verdicts, results, reduced, study))}</pre>",
-             "<h2>Claims</h2>", _html_table(CLAIM_COLS, [(_cls(v), _row(v)) for v in claims]),
-             "<h2>Expectations (the spec's qualitative \"expect\" column)</h2>",
-             _html_table(EXPECT_COLS, [(_cls(v), _row(v)) for v in expects]),
-             "<h2>Experiments</h2>"]
-    for name in _experiments(verdicts, results, figures):
-        parts.append(f"<h3>{esc(name)}</h3><p>{esc(_experiment_line(name, results))}</p>")
-        for fig in figures.get(name, []):
-            if not fig.exists():
-                parts.append(f"<p>(figure missing: {esc(str(fig))})</p>")
-                continue
-            data = base64.b64encode(fig.read_bytes()).decode("ascii")
-            parts.append(f"<figure><img alt=\"{esc(name)}: {esc(fig.stem)}\" "
-                         f"src=\"data:image/png;base64,{data}\"><figcaption>{esc(fig.name)}"
-                         "</figcaption></figure>")
-        if not figures.get(name):
-            parts.append("<p>(no figure)</p>")
-        mine = [v for v in claims if v.experiment == name]
-        if mine:
-            parts.append(_html_table(SHORT_COLS, [(_cls(v), _short_row(v)) for v in mine]))
-    parts.append("</body></html>")
-    path.write_text("\n".join(parts))
+def render_html(md: str, out: Path, study: str) -> str:
+    """report.md as a self-contained page: its figures embedded (base64), each verdict cell
+    classed by its verdict so that CSS colours the row."""
+    body = markdown.markdown(md, extensions=["tables", "fenced_code"])
+    png = lambda m: base64.b64encode((out / m[1]).read_bytes()).decode("ascii")
+    body = re.sub(f'src="({FIGURES}/[^"]+)"', lambda m: f'src="data:image/png;base64,{png(m)}"',
+                  body)
+    verdict = lambda m: m[1].lower().replace(" ", "-")
+    body = re.sub(f"<td>({'|'.join(MARK.values())})</td>",
+                  lambda m: f'<td class="{verdict(m)}">{m[1]}</td>', body)
+    return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>Reproduction report: "
+            f"{html.escape(study)}</title><style>{CSS}</style></head><body>\n{body}\n"
+            "</body></html>")
 
 
 def write_report(verdicts: list[Verdict], results_by_experiment: dict[str, dict],
@@ -272,15 +237,17 @@ def write_report(verdicts: list[Verdict], results_by_experiment: dict[str, dict]
     return the one-screen summary (the caller prints it)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    args = (verdicts, results_by_experiment, _figure_list(figures))
+    figures = {k: [Path(p) for p in (v if isinstance(v, list | tuple) else [v])]
+               for k, v in figures.items()}
+    args = (verdicts, results_by_experiment, figures)
     write_json(*args, out / "report.json", reduced, study)
-    write_md(*args, out / "report.md", reduced, study)
-    write_html(*args, out / "report.html", reduced, study)
+    md = report_markdown(*args, out, reduced, study)
+    (out / "report.md").write_text(md)
+    (out / "report.html").write_text(render_html(md, out, study))
     return (summary(verdicts, results_by_experiment, reduced, study)
             + f"\nwrote {out / 'report.md'}, report.html, report.json")
 
 
 def figures_in(dirs: dict[str, Path | str]) -> dict[str, list[Path]]:
     """{experiment: its output directory} -> {experiment: the PNGs there}."""
-    return {name: sorted(Path(d).glob("*.png")) for name, d in dirs.items()
-            if sorted(Path(d).glob("*.png"))}
+    return {name: pngs for name, d in dirs.items() if (pngs := sorted(Path(d).glob("*.png")))}

@@ -422,6 +422,7 @@ def test_report_files_are_written_and_self_contained(study, pub, tmp_path):
     assert page.count("src=\"data:image/png;base64,") == 2
     assert not re.search(r"(src|href)=\"(?!data:)", page) and "<script" not in page
     assert "figure missing" in page and "REDUCED RUN" in page
+    assert "<td class=\"differs\">DIFFERS</td>" in page  # the row is coloured by its verdict
     assert "t2.K1.alpha" in page and "0.82" in page  # published beside measured
     md = (out / "report.md").read_text()
     assert "(figures/multiseed-multiseed.png)" in md
