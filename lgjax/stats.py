@@ -9,19 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from scipy.stats import rankdata as ranks  # 1-based; tied values share the mean of their ranks
 
 BOOTSTRAP_SEED = 0  # the numpy generator of every bootstrap: intervals are reproducible
-
-
-def ranks(x) -> np.ndarray:
-    """1-based ranks; tied values share the mean of the ranks they span."""
-    x = np.asarray(x, float)
-    order = np.argsort(x, kind="stable")
-    r = np.empty(len(x))
-    r[order] = np.arange(1, len(x) + 1)
-    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
-    sums = np.bincount(inverse, weights=r)
-    return (sums / counts)[inverse]
 
 
 def spearman(x, y) -> float:
@@ -64,13 +54,9 @@ def bootstrap_ci(stat: Callable, arrays: tuple, clusters=None, resamples: int = 
     members = [np.flatnonzero(ids == c) for c in range(ids.max() + 1)] if n else []
     if not members:
         return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(members), size=(resamples, len(members)))
-    values = []
-    for pick in picks:
-        rows = pick if clusters is None else np.concatenate([members[c] for c in pick])
-        values.append(stat(*(a[rows] for a in arrays)))
-    values = np.asarray(values, float)
+    picks = np.random.default_rng(seed).integers(0, len(members), (resamples, len(members)))
+    rows = picks if clusters is None else (np.concatenate([members[c] for c in p]) for p in picks)
+    values = np.array([stat(*(a[r] for a in arrays)) for r in rows], float)
     values = values[np.isfinite(values)]
     if values.size == 0:
         return float("nan"), float("nan")
