@@ -118,9 +118,8 @@ def measure(cfg: Config, trained: dict | None = None) -> dict:
     for fam in families(cfg):
         enc, head, tf = fam["encoding"], R.HEADS[fam["encoding"]], time.perf_counter()
         theta = np.stack([R.frequencies(fam["num"], b, s) for b, s in fam["settings"]])
-        out = R.reference_family(enc, head.shape(fam["num"], cfg.L0), recipe,
-                                 jnp.asarray(theta), t_TxL0, rows_TxRxL)
-        out = jax.tree.map(np.asarray, out)
+        out = jax.tree.map(np.asarray, R.reference_family(
+            enc, head.shape(fam["num"], cfg.L0), recipe, jnp.asarray(theta), t_TxL0, rows_TxRxL))
         timing.append({"program": f"reference {enc} num={fam['num']}",
                        "cells": len(fam["settings"]) * len(scored),
                        "seconds": time.perf_counter() - tf})
@@ -293,10 +292,9 @@ def table(result: dict) -> str:
 def figure(result: dict, path: Path) -> None:
     """Top: alpha at the focus length, encoding x task. Bottom: alpha against L per encoding
     (task x length). * = not realized at L0; "def" = content-dependent, alpha := 0."""
-    from lgjax import plots
     from lgjax.experiments.realizability_figures import heat
+    from lgjax.plots import plt, save
 
-    plt = plots.plt
     cfg, lengths = result["config"], result["lengths"]
     encs, tasks, L = cfg["encodings"], cfg["tasks"], cfg["focus_length"]
     ref = {(r["encoding"], r["task"]): r for r in _cells(result, "reference")}
@@ -319,7 +317,7 @@ def figure(result: dict, path: Path) -> None:
         axe.set_xticks(range(len(lengths)), lengths)
         axe.set_yticks(range(len(tasks)), tasks if k == 0 else [])
         axe.set(xlabel="test length L", title=f"{e}: alpha_L against L")
-    plots.save(fig, path)
+    save(fig, path)
 
 
 def _mark(row) -> str:

@@ -179,25 +179,21 @@ def sensitivity(main: dict, main_alpha: dict | None, runs: tuple[str, ...],
 
 
 def rope_scale(main: dict, alpha: dict | None, runs: tuple[str, ...]) -> list[dict]:
-    """RoPE on skip-3 per frequency scale: seed-mean LG, train accuracy and alpha per length."""
+    """RoPE on skip-3 per frequency scale: seed-mean LG, train accuracy and alpha per length
+    (alpha: the reference row of that scale at the alpha study's main num and base)."""
+    at = {}  # scale -> {L: alpha}
+    for r in alpha["rows"] if alpha else ():
+        if (r["encoding"], r["task"], r["selection"], r["num"], r["base"]) == \
+                ("rope", SCALE_TASK, "reference", alpha["config"]["num"], alpha["config"]["base"]):
+            at.setdefault(r["scale"], dict(zip(alpha["lengths"], r["alpha"])))
     out = []
     for train in [main] + [load_train(r, "--rope-scale") for r in runs]:
         scale = train["config"]["rope_scale"]
         for c in seed_means(measurements(train, None)):
             if (c["tier"], c["encoding"], c["task"]) == ("1L1H", "rope", SCALE_TASK):
-                out.append({"scale": scale, **c, "alpha": sweep_alpha(alpha, scale, c["L"])})
+                out.append({"scale": scale, **c,
+                            "alpha": at.get(scale, {}).get(c["L"], float("nan"))})
     return sorted(out, key=lambda r: (-r["scale"], r["L"]))
-
-
-def sweep_alpha(alpha: dict | None, scale: float, L: int) -> float:
-    if alpha is None:
-        return float("nan")
-    c = alpha["config"]
-    for r in alpha["rows"]:
-        if (r["encoding"], r["task"], r["selection"], r["num"], r["base"], r["scale"]) == \
-                ("rope", SCALE_TASK, "reference", c["num"], c["base"], scale):
-            return dict(zip(alpha["lengths"], r["alpha"])).get(L, float("nan"))
-    return float("nan")
 
 
 def scale_check(path: str, alpha: dict | None, cfg: Config) -> dict:
@@ -269,9 +265,8 @@ def table(result: dict) -> str:
                      + (" | alpha_L" if result["alpha"] else " | alpha pending")
                      + "; train acc at L0")
         mine = [c for c in cells if c["tier"] == tier]
-        encs = list(dict.fromkeys(c["encoding"] for c in mine))
-        rows = defaultdict(dict)  # an encoding's tasks together, in the order they first appear
-        for c in sorted(mine, key=lambda c: encs.index(c["encoding"])):
+        rows = defaultdict(dict)
+        for c in mine:
             rows[c["encoding"], c["task"]][c["L"]] = c
         lines += lg_alpha_lines(f"  {'encoding':11s}{'task':10s}", [
             (f"  {enc:11s}{task:10s}", row) for (enc, task), row in rows.items()], lengths,
