@@ -153,8 +153,7 @@ def row_sets(name: str, L0: int, lengths, Lmax: int) -> np.ndarray:
 
 
 def causal_logits(S_LxL) -> jax.Array:
-    L = S_LxL.shape[0]
-    causal = jnp.arange(L)[None, :] <= jnp.arange(L)[:, None]
+    causal = jnp.tril(jnp.ones(S_LxL.shape, bool))  # keys j <= i
     return jnp.where(causal, S_LxL, -jnp.inf)
 
 

@@ -198,8 +198,7 @@ def _ablation_block(result) -> list[str]:
     sels = ("reference", *ABLATIONS)
     lines = [f"selections side by side: acc@{L0} (* = not realized at L0), alpha_{L}, "
              f"alpha_{result['lengths'][-1]}"]
-    for sel in sels:
-        lines.append(f"  {sel:9s} {LABELS[sel].format(**cfg)}")
+    lines += [f"  {sel:9s} {LABELS[sel].format(**cfg)}" for sel in sels]
     lines.append(f"{'encoding':12s}{'task':10s}" + "".join(f"{sel:>21s}" for sel in sels))
     by = {(r["encoding"], r["task"], r["selection"]): r for r in result["rows"] if r["main"]}
     for r in _cells(result, "reference"):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
+from itertools import product
 from pathlib import Path
 
 import numpy as np
@@ -93,14 +94,12 @@ def measurements(train: dict, alpha: dict | None) -> list[dict]:
     rows = []
     for p in train["programs"]:
         by_task = (alpha or {}).get(p["encoding"], {})
-        for i, task in enumerate(p["tasks"]):
-            for j, seed in enumerate(p["seeds"]):
-                for k, L in enumerate(p["lengths"]):
-                    rows.append({"tier": p["tier"], "encoding": p["encoding"], "task": task,
-                                 "seed": seed, "L": L, "lg": p["lg"][i][j][k],
-                                 "acc_all": p["acc_all"][i][j][k],
-                                 "train_acc": p["train_acc"][i][j],
-                                 "alpha": by_task.get(task, {}).get(L, float("nan"))})
+        axes = (enumerate(p["tasks"]), enumerate(p["seeds"]), enumerate(p["lengths"]))
+        for (i, task), (j, seed), (k, L) in product(*axes):
+            rows.append({"tier": p["tier"], "encoding": p["encoding"], "task": task, "seed": seed,
+                         "L": L, "lg": p["lg"][i][j][k], "acc_all": p["acc_all"][i][j][k],
+                         "train_acc": p["train_acc"][i][j],
+                         "alpha": by_task.get(task, {}).get(L, float("nan"))})
     return rows
 
 
@@ -167,8 +166,7 @@ def sensitivity(main: dict, main_alpha: dict | None, runs: tuple[str, ...],
     for train in [main] + [load_train(r, "--sensitivity") for r in runs]:
         L0 = train["config"]["L0"]
         L = 3 * L0
-        a = alpha_at.get(L0)
-        table = alpha_table(a, cfg.selection) if a else None
+        table = alpha_table(alpha_at[L0], cfg.selection) if L0 in alpha_at else None
         rows = [r for r in measurements(train, table) if r["tier"] == "1L1H" and r["L"] == L]
         if not rows:
             raise ConfigError(f"--sensitivity: the L0 = {L0} results hold no 1L1H rows at "
@@ -209,11 +207,9 @@ def scale_check(path: str, alpha: dict | None, cfg: Config) -> dict:
 
 def report(cfg: Config) -> dict:
     train = load_train(cfg.results)
-    alpha_raw = alpha = None
-    if cfg.alpha:
-        alpha_raw = load(cfg.alpha, "--alpha", "run the alpha study first or leave --alpha "
-                         "empty for the LG side only")
-        alpha = alpha_table(alpha_raw, cfg.selection)
+    alpha_raw = load(cfg.alpha, "--alpha", "run the alpha study first or leave --alpha empty "
+                     "for the LG side only") if cfg.alpha else None
+    alpha = alpha_table(alpha_raw, cfg.selection) if alpha_raw is not None else None
     rows = measurements(train, alpha)
     result = {"experiment": "realizability-report", "results": cfg.results,
               "alpha_source": cfg.alpha, "selection": cfg.selection,
