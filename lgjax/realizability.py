@@ -271,8 +271,7 @@ def design(head: Head, shape, theta_F, L: int) -> jax.Array:
 
 def _causal_scored(t_L) -> np.ndarray:
     """bool [L, L]: the entries the fits see, scored rows i and keys j <= i."""
-    L = len(t_L)
-    return (np.asarray(t_L)[:, None] >= 0) & (np.arange(L)[None, :] <= np.arange(L)[:, None])
+    return (np.asarray(t_L)[:, None] >= 0) & np.tril(np.ones((len(t_L), len(t_L)), bool))
 
 
 def min_norm_fit(X0_LxLxP, t_L, rcond: float) -> tuple[np.ndarray, float]:
@@ -300,8 +299,7 @@ def margin_fit(X0_LxLxP, t_L, nonneg: bool) -> tuple[np.ndarray, float]:
     if nonneg:
         G, h = np.vstack([G, np.eye(G.shape[1])]), np.concatenate([h, np.zeros(G.shape[1])])
     E = np.vstack([G.T, h[None, :]])
-    f = np.zeros(E.shape[0])
-    f[-1] = 1.0
+    f = np.eye(E.shape[0])[-1]
     u, _ = scipy.optimize.nnls(E, f, maxiter=50 * E.shape[1])
     rho = E @ u - f  # |rho| below 1e-9: the constraints are inconsistent
     w = -rho[:-1] / rho[-1] if np.linalg.norm(rho) > 1e-9 else np.zeros(G.shape[1])

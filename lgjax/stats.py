@@ -18,8 +18,7 @@ def spearman(x, y) -> float:
     """Pearson correlation of the ranks (nan when either side is constant or empty)."""
     if len(x) < 2:
         return float("nan")
-    rx, ry = ranks(x), ranks(y)
-    rx, ry = rx - rx.mean(), ry - ry.mean()
+    rx, ry = (r - r.mean() for r in (ranks(x), ranks(y)))
     denom = np.sqrt((rx**2).sum() * (ry**2).sum())
     return float((rx * ry).sum() / denom) if denom > 0 else float("nan")
 
@@ -38,8 +37,7 @@ def auc(score, label) -> float:
     n_pos, n_neg = label.sum(), (~label).sum()
     if n_pos == 0 or n_neg == 0:
         return float("nan")
-    r = ranks(score)
-    return float((r[label].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+    return float((ranks(score)[label].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
 def bootstrap_ci(stat: Callable, arrays: tuple, clusters=None, resamples: int = 10_000,

@@ -155,13 +155,10 @@ def _rows(enc, sel, setting, main, res, i, scored, cfg) -> list[dict]:
     for k, task in enumerate(scored):
         frac = res["frac"][i, k]
         diag = {key: float(v[i, k]) for key, v in res.items() if key != "frac"}
-        flags = []
-        if frac[0] < 1.0:
-            flags.append("not realized at L0")
-        if sel == "lbfgs" and diag["grad_norm"] >= cfg.lbfgs_tol:
-            flags.append("L-BFGS not converged")
-        if sel == "margin" and not diag["min_margin"] >= 1 - 1e-6:
-            flags.append("infeasible at L0")
+        flags = [flag for flag, raised in (
+            ("not realized at L0", frac[0] < 1.0),
+            ("L-BFGS not converged", sel == "lbfgs" and diag["grad_norm"] >= cfg.lbfgs_tol),
+            ("infeasible at L0", sel == "margin" and not diag["min_margin"] >= 1 - 1e-6)) if raised]
         rows.append({"encoding": enc, "task": task, "selection": sel, **setting, "main": main,
                      "acc_L0": float(frac[0]), "alpha": [float(a) for a in frac[1:]],
                      "flags": flags, "diag": diag})
