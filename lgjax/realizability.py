@@ -145,19 +145,15 @@ def row_sets(name: str, L0: int, lengths, Lmax: int) -> np.ndarray:
     """int [1 + len(lengths), Lmax], -1 = not scored: the rows i < L0 of length L0 (the in-range
     accuracy), then per L the new rows i in [L0, L) of length L."""
     pad = lambda t: np.pad(t, (0, Lmax - len(t)), constant_values=-1)
-    out = [pad(targets(name, L0))]
-    for L in lengths:
-        t = targets(name, L)
-        out.append(pad(np.where(np.arange(L) >= L0, t, -1)))
-    return np.stack(out)
+    new = [np.where(np.arange(L) >= L0, targets(name, L), -1) for L in lengths]
+    return np.stack([pad(t) for t in (targets(name, L0), *new)])
 
 
 # ---- objective and scoring -----------------------------------------------------------------
 
 
 def causal_logits(S_LxL) -> jax.Array:
-    L = S_LxL.shape[0]
-    causal = jnp.arange(L)[None, :] <= jnp.arange(L)[:, None]
+    causal = jnp.tril(jnp.ones(S_LxL.shape, bool))  # keys j <= i
     return jnp.where(causal, S_LxL, -jnp.inf)
 
 
@@ -171,10 +167,8 @@ def mean_ce(S_LxL, t_L) -> jax.Array:
 
 def hits(S_LxL, t_L, tie: float) -> jax.Array:
     """bool [L]: row i's strict argmax over j <= i is t(i), with a margin over `tie` (ties miss)."""
-    L = S_LxL.shape[0]
     t = jnp.maximum(t_L, 0)
-    others = causal_logits(S_LxL)
-    others = jnp.where(jnp.arange(L)[None, :] == t[:, None], -jnp.inf, others)
+    others = jnp.where(jnp.arange(len(t))[None, :] == t[:, None], -jnp.inf, causal_logits(S_LxL))
     s_t = jnp.take_along_axis(S_LxL, t[:, None], axis=1)[:, 0]
     return (t_L >= 0) & (s_t > jnp.max(others, axis=1) + tie)
 
@@ -277,8 +271,7 @@ def design(head: Head, shape, theta_F, L: int) -> jax.Array:
 
 def _causal_scored(t_L) -> np.ndarray:
     """bool [L, L]: the entries the fits see, scored rows i and keys j <= i."""
-    L = len(t_L)
-    return (np.asarray(t_L)[:, None] >= 0) & (np.arange(L)[None, :] <= np.arange(L)[:, None])
+    return (np.asarray(t_L)[:, None] >= 0) & np.tril(np.ones((len(t_L), len(t_L)), bool))
 
 
 def min_norm_fit(X0_LxLxP, t_L, rcond: float) -> tuple[np.ndarray, float]:
@@ -306,8 +299,7 @@ def margin_fit(X0_LxLxP, t_L, nonneg: bool) -> tuple[np.ndarray, float]:
     if nonneg:
         G, h = np.vstack([G, np.eye(G.shape[1])]), np.concatenate([h, np.zeros(G.shape[1])])
     E = np.vstack([G.T, h[None, :]])
-    f = np.zeros(E.shape[0])
-    f[-1] = 1.0
+    f = np.eye(E.shape[0])[-1]
     u, _ = scipy.optimize.nnls(E, f, maxiter=50 * E.shape[1])
     rho = E @ u - f  # |rho| below 1e-9: the constraints are inconsistent
     w = -rho[:-1] / rho[-1] if np.linalg.norm(rho) > 1e-9 else np.zeros(G.shape[1])
@@ -355,18 +347,14 @@ def ablations(recipe: Recipe, encodings, num: int, theta_F: np.ndarray, t_TxL0, 
     L0, Lmax = t_TxL0.shape[1], rows_TxRxL.shape[2]
     with jax.enable_x64(True):
         theta = jnp.asarray(theta_F, jnp.float64)
-        X0s, XLs, Vs = [], [], []
-        for enc in encodings:
-            head = HEADS[enc]
-            shape = head.shape(num, L0)
-            XLs.append(np.asarray(design(head, shape, theta, Lmax)))
-            X0s.append(XLs[-1][:L0, :L0])  # S_L0 is the top-left block of S_Lmax
-            Vs.append(row_space(X0s[-1], head.nonneg, recipe.rtol))
+        heads = [HEADS[enc] for enc in encodings]
+        XLs = [np.asarray(design(h, h.shape(num, L0), theta, Lmax)) for h in heads]
+        X0s = [X[:L0, :L0] for X in XLs]  # S_L0 is the top-left block of S_Lmax
+        Vs = [row_space(X0, h.nonneg, recipe.rtol) for X0, h in zip(X0s, heads)]
         r = max(V.shape[1] for V in Vs)
         pad = lambda x: np.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, r - x.shape[-1])])
         B0s = [X @ V for X, V in zip(X0s, Vs)]  # every fit below lies in the row space
-        nonneg = np.stack([pad(np.full(V.shape[1], HEADS[e].nonneg)) for e, V in
-                           zip(encodings, Vs)])
+        nonneg = np.stack([pad(np.full(V.shape[1], h.nonneg)) for h, V in zip(heads, Vs)])
         u, gnorm, iters = jax.tree.map(np.asarray, _lbfgs_all(
             recipe, np.stack([pad(B) for B in B0s]), nonneg, t_TxL0))
         fits = {"lbfgs": [[V @ u[e, k, :V.shape[1]] for k in range(len(t_TxL0))]
@@ -375,15 +363,13 @@ def ablations(recipe: Recipe, encodings, num: int, theta_F: np.ndarray, t_TxL0, 
         for rc in dict.fromkeys((recipe.rcond, *rconds)):
             key = "min_norm" if rc == recipe.rcond else f"min_norm@{rc:g}"
             mn = [[min_norm_fit(B, t, rc) for t in t_TxL0] for B in B0s]
-            fits[key] = [[np.asarray(project(HEADS[e], V @ u)) for u, _ in row]
-                         for e, V, row in zip(encodings, Vs, mn)]
+            fits[key] = [[np.asarray(project(h, V @ u)) for u, _ in row]
+                         for h, V, row in zip(heads, Vs, mn)]
             diag[key] = {"rms_residual": np.array([[res for _, res in row] for row in mn])}
-        mm = [[margin_fit(B, t, HEADS[e].nonneg) for t in t_TxL0] for e, B in
-              zip(encodings, B0s)]
+        mm = [[margin_fit(B, t, h.nonneg) for t in t_TxL0] for h, B in zip(heads, B0s)]
         fits["margin"] = [[V @ u for u, _ in row] for V, row in zip(Vs, mm)]
         diag["margin"] = {"min_margin": np.array([[m for _, m in row] for row in mm])}
-        S = np.stack([XLs[e] @ w for sel in fits for e in range(len(encodings))
-                      for w in fits[sel][e]])
+        S = np.stack([X @ w for sel in fits for X, ws in zip(XLs, fits[sel]) for w in ws])
         rows = np.tile(rows_TxRxL, (len(fits) * len(encodings), 1, 1))
         frac = np.asarray(_score_all(S, rows, recipe.tie))
     frac = frac.reshape(len(fits), len(encodings), len(t_TxL0), -1)

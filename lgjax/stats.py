@@ -9,27 +9,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from scipy.stats import rankdata as ranks  # 1-based; tied values share the mean of their ranks
 
 BOOTSTRAP_SEED = 0  # the numpy generator of every bootstrap: intervals are reproducible
-
-
-def ranks(x) -> np.ndarray:
-    """1-based ranks; tied values share the mean of the ranks they span."""
-    x = np.asarray(x, float)
-    order = np.argsort(x, kind="stable")
-    r = np.empty(len(x))
-    r[order] = np.arange(1, len(x) + 1)
-    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
-    sums = np.bincount(inverse, weights=r)
-    return (sums / counts)[inverse]
 
 
 def spearman(x, y) -> float:
     """Pearson correlation of the ranks (nan when either side is constant or empty)."""
     if len(x) < 2:
         return float("nan")
-    rx, ry = ranks(x), ranks(y)
-    rx, ry = rx - rx.mean(), ry - ry.mean()
+    rx, ry = (r - r.mean() for r in (ranks(x), ranks(y)))
     denom = np.sqrt((rx**2).sum() * (ry**2).sum())
     return float((rx * ry).sum() / denom) if denom > 0 else float("nan")
 
@@ -48,8 +37,7 @@ def auc(score, label) -> float:
     n_pos, n_neg = label.sum(), (~label).sum()
     if n_pos == 0 or n_neg == 0:
         return float("nan")
-    r = ranks(score)
-    return float((r[label].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+    return float((ranks(score)[label].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
 def bootstrap_ci(stat: Callable, arrays: tuple, clusters=None, resamples: int = 10_000,
@@ -64,13 +52,9 @@ def bootstrap_ci(stat: Callable, arrays: tuple, clusters=None, resamples: int = 
     members = [np.flatnonzero(ids == c) for c in range(ids.max() + 1)] if n else []
     if not members:
         return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(members), size=(resamples, len(members)))
-    values = []
-    for pick in picks:
-        rows = pick if clusters is None else np.concatenate([members[c] for c in pick])
-        values.append(stat(*(a[rows] for a in arrays)))
-    values = np.asarray(values, float)
+    picks = np.random.default_rng(seed).integers(0, len(members), (resamples, len(members)))
+    rows = picks if clusters is None else (np.concatenate([members[c] for c in p]) for p in picks)
+    values = np.array([stat(*(a[r] for a in arrays)) for r in rows], float)
     values = values[np.isfinite(values)]
     if values.size == 0:
         return float("nan"), float("nan")

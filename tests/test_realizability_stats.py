@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 from lgjax import stats
 from lgjax.config import ConfigError
 from lgjax.experiments import realizability_report as rep
-from lgjax.experiments import realizability_sweeps as sweeps
 
 
 def test_ranks_share_ties():
@@ -122,12 +121,12 @@ def test_sensitivity_pairs_each_L0_with_its_own_alpha_at_3_L0(tmp_path):
                                     ("rope", "copy", True, 1.0, 0.0)])
     cfg = rep.Config(resamples=50, sensitivity=(str(tmp_path / "short.json"),),
                      sensitivity_alpha=(str(tmp_path / "alpha10.json"),))
-    out = sweeps.sensitivity(main, alpha20, cfg.sensitivity, cfg.sensitivity_alpha, cfg)
+    out = rep.sensitivity(main, alpha20, cfg.sensitivity, cfg.sensitivity_alpha, cfg)
     assert list(out) == [10, 20] and out[10]["L"] == 30 and out[20]["L"] == 60
     got = {(k, c["task"]): (c["lg"], c["alpha"]) for k in out for c in out[k]["cells"]}
     assert got == {(10, "prev"): (0.8, 0.7), (10, "copy"): (0.2, 0.3),
                    (20, "prev"): (0.9, 1.0), (20, "copy"): (0.1, 0.0)}
-    text = "\n".join(sweeps.tables({"sensitivity": out}))
+    text = "\n".join(rep.sweep_tables({"sensitivity": out}))
     assert "L0=10 @30" in text and "0.800 / 0.70" in text
 
 
@@ -137,7 +136,7 @@ def test_rope_scale_rows_take_the_sweep_alpha_of_their_scale(tmp_path):
     (tmp_path / "s.json").write_text(json.dumps(_train([prog(0.4)], rope_scale=0.03)))
     alpha = _alpha(20, [30, 60], [("rope", "skip-3", True, 1.0, 1.0),
                                   ("rope", "skip-3", False, 0.03, 0.0)])
-    rows = sweeps.rope_scale(main, alpha, (str(tmp_path / "s.json"),))
+    rows = rep.rope_scale(main, alpha, (str(tmp_path / "s.json"),))
     assert [(r["scale"], r["L"], r["lg"], r["alpha"]) for r in rows] == [
         (1.0, 30, 0.95, 1.0), (1.0, 60, 0.95, 1.0), (0.03, 30, 0.4, 0.0), (0.03, 60, 0.4, 0.0)]
 
@@ -145,6 +144,6 @@ def test_rope_scale_rows_take_the_sweep_alpha_of_their_scale(tmp_path):
 def test_a_missing_sweep_result_names_its_flag(tmp_path):
     main = _train([_program("1L1H", "rope", ["skip-3"], [0.9], [1.0])])
     with pytest.raises(ConfigError, match="--sensitivity: .*nowhere"):
-        sweeps.sensitivity(main, None, (str(tmp_path / "nowhere"),), (), rep.Config())
+        rep.sensitivity(main, None, (str(tmp_path / "nowhere"),), (), rep.Config())
     with pytest.raises(ConfigError, match="--rope-scale: "):
-        sweeps.rope_scale(main, None, (str(tmp_path / "nowhere"),))
+        rep.rope_scale(main, None, (str(tmp_path / "nowhere"),))

@@ -114,23 +114,19 @@ def measure(cfg: Config, trained: dict | None = None) -> dict:
     t_TxL0 = jnp.asarray(np.stack([R.targets(n, cfg.L0) for n in scored]))
     rows_TxRxL = jnp.asarray(np.stack([R.row_sets(n, cfg.L0, cfg.lengths, Lmax)
                                        for n in scored]))
-    content = [n for n in cfg.tasks if not R.positional(n)]
     rows, timing = [], []
     for fam in families(cfg):
         enc, head, tf = fam["encoding"], R.HEADS[fam["encoding"]], time.perf_counter()
         theta = np.stack([R.frequencies(fam["num"], b, s) for b, s in fam["settings"]])
-        out = R.reference_family(enc, head.shape(fam["num"], cfg.L0), recipe,
-                                 jnp.asarray(theta), t_TxL0, rows_TxRxL)
-        out = jax.tree.map(np.asarray, out)
+        out = jax.tree.map(np.asarray, R.reference_family(
+            enc, head.shape(fam["num"], cfg.L0), recipe, jnp.asarray(theta), t_TxL0, rows_TxRxL))
         timing.append({"program": f"reference {enc} num={fam['num']}",
                        "cells": len(fam["settings"]) * len(scored),
                        "seconds": time.perf_counter() - tf})
         for s, (base, scale) in enumerate(fam["settings"]):
             setting = _setting(head, fam["num"], base, scale)
             main = fam["num"] == cfg.num and (base, scale) == (cfg.base, cfg.scale)
-            rows += [_row(enc, n, "reference", setting, main, out, s, k, cfg)
-                     for k, n in enumerate(scored)]
-            rows += [_content_row(enc, n, "reference", setting, main, cfg) for n in content]
+            rows += _rows(enc, "reference", setting, main, out, s, scored, cfg)
     tf = time.perf_counter()
     out = R.ablations(recipe, cfg.encodings, cfg.num, R.frequencies(cfg.num, cfg.base, cfg.scale),
                       t_TxL0, rows_TxRxL, rconds=cfg.min_norm_rconds)
@@ -140,9 +136,7 @@ def measure(cfg: Config, trained: dict | None = None) -> dict:
     for e, enc in enumerate(cfg.encodings):
         setting = _setting(R.HEADS[enc], cfg.num, cfg.base, cfg.scale)
         for sel in out:
-            rows += [_row(enc, n, sel, setting, True, out[sel], e, k, cfg)
-                     for k, n in enumerate(scored)]
-            rows += [_content_row(enc, n, sel, setting, True, cfg) for n in content]
+            rows += _rows(enc, sel, setting, True, out[sel], e, scored, cfg)
     return {"experiment": "realizability-alpha", "config": asdict(cfg),
             "lengths": list(cfg.lengths), "rows": rows, "timing": timing,
             "wall_seconds": time.perf_counter() - t0, "loadavg_1min": os.getloadavg()[0]}
@@ -154,25 +148,24 @@ def _setting(head, num, base, scale) -> dict:
     return {"num": None, "base": None, "scale": None}  # the feature map has no frequencies
 
 
-def _row(enc, task, sel, setting, main, res, s, k, cfg) -> dict:
-    frac = res["frac"][s, k]
-    diag = {key: float(v[s, k]) for key, v in res.items() if key != "frac"}
-    flags = []
-    if frac[0] < 1.0:
-        flags.append("not realized at L0")
-    if sel == "lbfgs" and diag["grad_norm"] >= cfg.lbfgs_tol:
-        flags.append("L-BFGS not converged")
-    if sel == "margin" and not diag["min_margin"] >= 1 - 1e-6:
-        flags.append("infeasible at L0")
-    return {"encoding": enc, "task": task, "selection": sel, **setting, "main": main,
-            "acc_L0": float(frac[0]), "alpha": [float(a) for a in frac[1:]],
-            "flags": flags, "diag": diag}
-
-
-def _content_row(enc, task, sel, setting, main, cfg) -> dict:
-    return {"encoding": enc, "task": task, "selection": sel, **setting, "main": main,
-            "acc_L0": None, "alpha": [0.0] * len(cfg.lengths),
-            "flags": ["content-dependent: alpha := 0"], "diag": {}}
+def _rows(enc, sel, setting, main, res, i, scored, cfg) -> list[dict]:
+    """The rows of one (encoding, selection, setting): the scored tasks' (task k's leaves at
+    res[...][i, k]), then the content-dependent tasks' (alpha := 0)."""
+    rows = []
+    for k, task in enumerate(scored):
+        frac = res["frac"][i, k]
+        diag = {key: float(v[i, k]) for key, v in res.items() if key != "frac"}
+        flags = [flag for flag, raised in (
+            ("not realized at L0", frac[0] < 1.0),
+            ("L-BFGS not converged", sel == "lbfgs" and diag["grad_norm"] >= cfg.lbfgs_tol),
+            ("infeasible at L0", sel == "margin" and not diag["min_margin"] >= 1 - 1e-6)) if raised]
+        rows.append({"encoding": enc, "task": task, "selection": sel, **setting, "main": main,
+                     "acc_L0": float(frac[0]), "alpha": [float(a) for a in frac[1:]],
+                     "flags": flags, "diag": diag})
+    return rows + [{"encoding": enc, "task": task, "selection": sel, **setting, "main": main,
+                    "acc_L0": None, "alpha": [0.0] * len(cfg.lengths),
+                    "flags": ["content-dependent: alpha := 0"], "diag": {}}
+                   for task in cfg.tasks if task not in scored]
 
 
 # ---- tables --------------------------------------------------------------------------------
@@ -202,8 +195,7 @@ def _ablation_block(result) -> list[str]:
     sels = ("reference", *ABLATIONS)
     lines = [f"selections side by side: acc@{L0} (* = not realized at L0), alpha_{L}, "
              f"alpha_{result['lengths'][-1]}"]
-    for sel in sels:
-        lines.append(f"  {sel:9s} {LABELS[sel].format(**cfg)}")
+    lines += [f"  {sel:9s} {LABELS[sel].format(**cfg)}" for sel in sels]
     lines.append(f"{'encoding':12s}{'task':10s}" + "".join(f"{sel:>21s}" for sel in sels))
     by = {(r["encoding"], r["task"], r["selection"]): r for r in result["rows"] if r["main"]}
     for r in _cells(result, "reference"):
@@ -296,9 +288,9 @@ def table(result: dict) -> str:
 def figure(result: dict, path: Path) -> None:
     """Top: alpha at the focus length, encoding x task. Bottom: alpha against L per encoding
     (task x length). * = not realized at L0; "def" = content-dependent, alpha := 0."""
-    from lgjax import plots
+    from lgjax.experiments.realizability_figures import heat
+    from lgjax.plots import plt, save
 
-    plt = plots.plt
     cfg, lengths = result["config"], result["lengths"]
     encs, tasks, L = cfg["encodings"], cfg["tasks"], cfg["focus_length"]
     ref = {(r["encoding"], r["task"]): r for r in _cells(result, "reference")}
@@ -306,7 +298,7 @@ def figure(result: dict, path: Path) -> None:
     grid = fig.add_gridspec(2, len(encs), height_ratios=(len(encs) + 1.5, len(tasks)))
     ax = fig.add_subplot(grid[0, :])
     a = np.array([[ref[e, t]["alpha"][lengths.index(L)] for t in tasks] for e in encs])
-    im = _heat(ax, a, [[_mark(ref[e, t]) for t in tasks] for e in encs])
+    im = heat(ax, a, [[_mark(ref[e, t]) for t in tasks] for e in encs], aspect="auto")
     ax.set_xticks(range(len(tasks)), tasks)
     ax.set_yticks(range(len(encs)), encs)
     ax.set_title(f"alpha_{L}: share of the new rows (L0 = {cfg['L0']} <= i < {L}) where a "
@@ -316,24 +308,15 @@ def figure(result: dict, path: Path) -> None:
     fig.colorbar(im, ax=ax, label=f"alpha_{L}")
     for k, e in enumerate(encs):
         axe = fig.add_subplot(grid[1, k])
-        _heat(axe, np.array([ref[e, t]["alpha"] for t in tasks]),
-              [[_mark(ref[e, t])] * len(lengths) for t in tasks], fontsize=7)
+        heat(axe, np.array([ref[e, t]["alpha"] for t in tasks]),
+             [[_mark(ref[e, t])] * len(lengths) for t in tasks], fontsize=7, aspect="auto")
         axe.set_xticks(range(len(lengths)), lengths)
         axe.set_yticks(range(len(tasks)), tasks if k == 0 else [])
-        axe.set_xlabel("test length L")
-        axe.set_title(f"{e}: alpha_L against L")
-    plots.save(fig, path)
+        axe.set(xlabel="test length L", title=f"{e}: alpha_L against L")
+    save(fig, path)
 
 
 def _mark(row) -> str:
     if row["acc_L0"] is None:
         return " def"
     return "*" if "not realized at L0" in row["flags"] else ""
-
-
-def _heat(ax, a, marks, fontsize=9):
-    im = ax.imshow(a, vmin=0, vmax=1, cmap="viridis", aspect="auto")
-    for (i, j), v in np.ndenumerate(a):
-        ax.text(j, i, f"{v:.2f}{marks[i][j]}", ha="center", va="center", fontsize=fontsize,
-                color="w" if v < 0.6 else "k")
-    return im

@@ -1,6 +1,7 @@
 """Figures of realizability-report, drawn from its result dict only (redrawable without
 training): alpha vs LG per tier, heatmaps at one length, LG and alpha against L, rho and
-precision against depth. Each writes <name>.png and <name>.pdf."""
+precision against depth. Each writes <name>.png and <name>.pdf. `heat` draws realizability-alpha's
+heatmaps too."""
 
 from __future__ import annotations
 
@@ -20,6 +21,16 @@ def _order(cells, field):
     return list(dict.fromkeys(c[field] for c in cells))
 
 
+def heat(ax, a, marks=None, fontsize=9, dark_below=0.6, **imshow):
+    """a on a [0, 1] viridis scale, each finite cell written out (with marks[i][j] after it)."""
+    im = ax.imshow(a, vmin=0, vmax=1, cmap="viridis", **imshow)
+    for (i, j), v in np.ndenumerate(a):
+        if np.isfinite(v):
+            ax.text(j, i, f"{v:.2f}{marks[i][j] if marks else ''}", ha="center", va="center",
+                    fontsize=fontsize, color="w" if v < dark_below else "k")
+    return im
+
+
 def scatter(result: dict, out: Path) -> str:
     tiers, cells = result["tiers"], result["cells"]
     encs = _order(cells, "encoding")
@@ -29,27 +40,14 @@ def scatter(result: dict, out: Path) -> str:
         for i, enc in enumerate(encs):
             mine = [c for c in cells if c["tier"] == tier and c["encoding"] == enc]
             ok = np.array([c["train_acc"] > learnable for c in mine], bool)
-            a = np.array([c["alpha"] for c in mine])
-            g = np.array([c["lg"] for c in mine])
-            color = f"C{i}"
-            ax.scatter(a[ok], g[ok], s=14, color=color, label=enc)
-            ax.scatter(a[~ok], g[~ok], s=14, facecolors="none", edgecolors=color)
-        s = result["stats"].get(tier, {})
-        ax.set_title(f"{tier}: rho = {s.get('rho', float('nan')):.2f}")
-        ax.set_xlabel("alpha_L")
-        ax.set_ylabel("LG@L (seed mean)")
-        ax.set_xlim(-0.05, 1.05)
-        ax.set_ylim(-0.05, 1.05)
+            a, g = (np.array([c[f] for c in mine]) for f in ("alpha", "lg"))
+            ax.scatter(a[ok], g[ok], s=14, color=f"C{i}", label=enc)
+            ax.scatter(a[~ok], g[~ok], s=14, facecolors="none", edgecolors=f"C{i}")
+        rho = result["stats"].get(tier, {}).get("rho", float("nan"))
+        ax.set(title=f"{tier}: rho = {rho:.2f}", xlabel="alpha_L", ylabel="LG@L (seed mean)",
+               xlim=(-0.05, 1.05), ylim=(-0.05, 1.05))
     axes[0][0].legend(fontsize=7, title="hollow: not learnable", title_fontsize=7)
     return _save(fig, out, "alpha_vs_lg")
-
-
-def _grid(cells, tier, L, field, encs, tasks):
-    m = np.full((len(encs), len(tasks)), np.nan)
-    for c in cells:
-        if c["tier"] == tier and c["L"] == L:
-            m[encs.index(c["encoding"]), tasks.index(c["task"])] = c[field]
-    return m
 
 
 def heatmaps(result: dict, out: Path, L: int) -> str:
@@ -59,12 +57,11 @@ def heatmaps(result: dict, out: Path, L: int) -> str:
         [("lg", t, f"LG@{L} {t}") for t in tiers]
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 2.8), squeeze=False)
     for ax, (field, tier, title) in zip(axes[0], panels):
-        m = _grid(cells, tier, L, field, encs, tasks)
-        ax.imshow(m, vmin=0, vmax=1, cmap="viridis")
-        for (i, j), v in np.ndenumerate(m):
-            if np.isfinite(v):
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6,
-                        color="white" if v < 0.5 else "black")
+        m = np.full((len(encs), len(tasks)), np.nan)
+        for c in cells:
+            if c["tier"] == tier and c["L"] == L:
+                m[encs.index(c["encoding"]), tasks.index(c["task"])] = c[field]
+        heat(ax, m, fontsize=6, dark_below=0.5)
         ax.set_xticks(range(len(tasks)), tasks, rotation=60, fontsize=7)
         ax.set_yticks(range(len(encs)), encs, fontsize=7)
         ax.set_title(title)
@@ -103,8 +100,7 @@ def depth(result: dict, out: Path) -> str:
         ci = np.array([result["stats"][t][f"{name}_ci"] for t in tiers]).reshape(-1, 2)
         ax.errorbar(x + shift, v, yerr=np.abs(ci.T - v), fmt="o-", capsize=3, label=name)
     ax.set_xticks(x, tiers)
-    ax.set_ylim(-0.1, 1.05)
-    ax.set_ylabel("value (95% CI)")
+    ax.set(ylim=(-0.1, 1.05), ylabel="value (95% CI)")
     ax.legend()
     return _save(fig, out, "depth")
 
