@@ -5,14 +5,15 @@
 #
 # Command: experiments/gpu_grids.sh OUTDIR [SECONDS] [extra realizability-train flags...]
 #   Every job is its own process (compilation is CPU-bound, so they overlap on the host's cores
-#   while the GPU runs their steps); each stops after SECONDS (default 3000). A finished program
-#   writes its results.json at once, so whatever finished comes back; rerunning resumes.
+#   while the GPU runs their steps); each stops after SECONDS (default 3000). A program is
+#   measured as soon as it is trained (its results.json), so whatever finished comes back;
+#   rerunning resumes.
 #   OUTDIR gets realizability.tgz (every program's config.json + results.json, laid out as
 #   <name>/<tier>/<encoding>/ under a --ckpt-root, plus each job's --out folder), transformer.tgz
 #   (the reproduce report and its results) and logs.tgz.
 # Expected runtime: minutes on an H200 (measured numbers are in the closing note of issue 11).
 # Use here: untar realizability.tgz into the --ckpt-root of `lgjax realizability-train`; its
-#   finished programs are then skipped, and `lgjax realizability report` reads them.
+#   measured programs are then skipped, and `lgjax realizability report` reads them.
 set -u
 OUTDIR=$(realpath "${1:?usage: gpu_grids.sh OUTDIR [SECONDS] [flags...]}")
 BUDGET=${2:-3000}

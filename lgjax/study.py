@@ -11,6 +11,8 @@ A study is a module in `lgjax.experiments` holding
   table(result) -> str        what is printed
   figure(result, stem)        optional: writes stem.png and stem.pdf
   eval_lengths(cfg)           optional: every length the study evaluates (default cfg.eval_lengths)
+  on_trained(cfg, name, t)    optional: called as each run finishes (e.g. to measure and save it
+                              at once, so that a job killed later keeps it)
   SCALE                       optional: study fields that count as scale (e.g. "ape_seeds"; a
                               tuple field, e.g. a grid axis, counts when it lacks a value)
 `run_study(module, cfg)` does the rest, identically for every study. In a job of several
@@ -176,9 +178,12 @@ def run_study(module: ModuleType, cfg) -> dict:
     runs = preflight(module, cfg)
     t0 = time.perf_counter()
     opts = options(cfg)
-    trained = {name: train_one(rc, Path(opts.ckpt_root) / name, opts,
-                               f"{name} [{i + 1}/{len(runs)}]")
-               for i, (name, rc) in enumerate(runs.items())}
+    trained = {}
+    for i, (name, rc) in enumerate(runs.items()):
+        trained[name] = train_one(rc, Path(opts.ckpt_root) / name, opts,
+                                  f"{name} [{i + 1}/{len(runs)}]")
+        if hasattr(module, "on_trained"):
+            module.on_trained(cfg, name, trained[name])
     t_train = time.perf_counter() - t0
     result = {"experiment": name_of(module), "config": dataclasses.asdict(cfg),
               "reduced": is_reduced(cfg, getattr(module, "SCALE", ())),

@@ -132,3 +132,25 @@ def test_study_skips_measured_programs_and_resumes_unfinished(tmp_path, capsys):
     assert "prev" in capsys.readouterr().out
     fewer = run_study(rt, dataclasses.replace(cfg, run=dataclasses.replace(run, eval_sequences=4)))
     assert fewer["programs"][0]["eval_sequences"] == 4  # measured again, from the last checkpoint
+
+
+def test_a_killed_study_keeps_the_programs_it_measured(tmp_path, monkeypatch):
+    from lgjax.experiments import realizability_train as rt
+    from lgjax.study import RunOptions, run_study
+
+    run = RunOptions(seeds=1, steps=2, batch=4, eval_sequences=4, ckpt_root=str(tmp_path),
+                     out=str(tmp_path / "out"), progress=False)
+    cfg = rt.Config(tiers=("1L1H",), encodings=("rope", "nope"), tasks=("prev",), L0=8,
+                    test_lengths=(12,), d=16, vocab=8, chunk=2, ckpt_every=2, run=run)
+    train_program = grid.train_program
+
+    def killed_at_nope(g, path, **kw):
+        if g.model.encoding == "nope":
+            raise Killed
+        return train_program(g, path, **kw)
+
+    monkeypatch.setattr(grid, "train_program", killed_at_nope)
+    with pytest.raises(Killed):
+        run_study(rt, cfg)
+    assert (rt.program_dir(cfg, "1L1H", "rope") / "results.json").is_file()
+    assert list(rt.runs(cfg)) == ["realizability/1L1H/nope"]  # rope: measured, not retrained

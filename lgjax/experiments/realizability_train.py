@@ -124,7 +124,7 @@ def runs(cfg: Config) -> dict[str, grid.Grid]:
 
 
 def measure_program(cfg: Config, tier: str, enc: str, t: Trained) -> dict:
-    """Evaluate every cell; the result is also saved in the program's folder."""
+    """Evaluate every cell and save the result in the program's folder (its results.json)."""
     t0 = time.perf_counter()
     ev = grid.evaluate_grid(t.config, t.states.params, eval_lengths(cfg),
                             cfg.run.eval_sequences, new_from=cfg.L0)
@@ -139,12 +139,17 @@ def measure_program(cfg: Config, tier: str, enc: str, t: Trained) -> dict:
     return res
 
 
+def on_trained(cfg: Config, name: str, t: Trained) -> None:
+    """Measure a program as soon as it is trained: a job killed later keeps it."""
+    tier, enc, _ = programs(cfg)[name]
+    measure_program(cfg, tier, enc, t)
+
+
 def measure(cfg: Config, trained: dict[str, Trained]) -> dict:
-    """Every program's results: measured now when trained now, else read back."""
+    """Every program's saved measurement (on_trained saved those trained now)."""
     root = Path(cfg.run.ckpt_root)
     return {"experiment": "realizability-train", "programs": [
-        measure_program(cfg, tier, enc, trained[name]) if name in trained
-        else measured(cfg, root / name, g) for name, (tier, enc, g) in programs(cfg).items()]}
+        measured(cfg, root / name, g) for name, (_, _, g) in programs(cfg).items()]}
 
 
 def table(result: dict) -> str:
