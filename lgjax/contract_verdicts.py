@@ -57,25 +57,26 @@ PREDICTIONS = (
 
 
 def _mean_over(d: dict, key: str):
-    return np.mean([np.asarray(v[key], float) for v in d.values()], axis=0)
+    """The per-seed `key` averaged over d's entries (shifts or lengths); None where they have no
+    such readout (near/far: ordered_update only)."""
+    values = [np.asarray(v[key], float) for v in d.values() if key in v]
+    return np.mean(values, axis=0) if values else None
 
 
-def _lengths(cell: dict) -> dict:
-    return {k: v for k, v in cell["extend"].items() if k.isdigit()}
+def _extension(key: str):
+    return lambda c: _mean_over({k: v for k, v in c["extend"].items() if k.isdigit()}, key)
 
 
 COLUMNS = {  # name: (label, cell -> per-seed values or None)
     "in_range": ("in range", lambda c: c["in_range"]["accuracy"]),
     "shift_acc": ("shifted", lambda c: _mean_over(c["shift"], "accuracy")),
     "shift_consistency": ("shift cons.", lambda c: _mean_over(c["shift"], "consistency")),
-    "extend": ("ext none", lambda c: _mean_over(_lengths(c), "none")),
-    "pi": ("ext PI", lambda c: _mean_over(_lengths(c), "pi")),
-    "retrieval": ("ext retrieval", lambda c: _mean_over(_lengths(c), "retrieval")),
-    "near_extend": ("ext near", lambda c: _mean_over(_lengths(c), "near")
-                    if "near" in c["in_range"] else None),
-    "far_extend": ("ext far", lambda c: _mean_over(_lengths(c), "far")
-                   if "far" in c["in_range"] else None),
-    "nonlocal": ("misattend far", lambda c: _mean_over(_lengths(c), "nonlocal")),
+    "extend": ("ext none", _extension("none")),
+    "pi": ("ext PI", _extension("pi")),
+    "retrieval": ("ext retrieval", _extension("retrieval")),
+    "near_extend": ("ext near", _extension("near")),
+    "far_extend": ("ext far", _extension("far")),
+    "nonlocal": ("misattend far", _extension("nonlocal")),
     "matched_extend": ("ext at matched loss", lambda c: c.get("matched", {}).get("extend")),
 }
 MATRIX = ("in_range", "shift_acc", "shift_consistency", "extend", "pi", "retrieval")

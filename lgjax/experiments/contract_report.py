@@ -43,8 +43,13 @@ from lgjax.report import markdown_table
 # ---- text ----------------------------------------------------------------------------------
 
 def fmt(values) -> str:
-    m, lo, hi = t_interval(values)
-    return f"{m:.2f} [{lo:.2f},{hi:.2f}]"
+    """Per-seed values as mean [95% CI]."""
+    return "{:.2f} [{:.2f},{:.2f}]".format(*t_interval(values))
+
+
+def fmt_diff(diff) -> str:
+    """(difference, low, high) as difference [95% CI], signed."""
+    return "{:+.2f} [{:+.2f},{:+.2f}]".format(*diff)
 
 
 def predicted_table() -> str:
@@ -62,29 +67,27 @@ def md(cols: list[str], rows: list[list]) -> str:
 def matrix_table(result: dict) -> str:
     lines = []
     for task in result["cells"]:
-        cols = [c for c in (*MATRIX, "matched_extend", "near_extend", "far_extend")
-                if column(result, task, c)]
+        values = {c: v for c in (*MATRIX, "matched_extend", "near_extend", "far_extend")
+                  if (v := column(result, task, c))}
         ok = learnable_map(result, task)
-        values = {c: column(result, task, c) for c in cols}
-        rows = [[s, *(fmt(values[c][s]) if s in values[c] else "-" for c in cols),
+        rows = [[s, *(fmt(v[s]) if s in v else "-" for v in values.values()),
                  "yes" if ok[s] else "NO"] for s in result["schemes"] if s in values["in_range"]]
         lines += ["", f"## {task}",
-                  md(["scheme", *(COLUMNS[c][0] for c in cols), "learnable"], rows)]
+                  md(["scheme", *(COLUMNS[c][0] for c in values), "learnable"], rows)]
     return "\n".join(lines)
 
 
 def verdict_table(result: dict) -> str:
     rows = [[v["task"], COLUMNS[v["column"]][0], v["scheme"], "+" if v["side"] == "high" else "-",
              v["verdict"], v.get("rival", ""),
-             "" if "diff" not in v else "{:+.2f} [{:+.2f},{:+.2f}]".format(*v["diff"])]
+             fmt_diff(v["diff"]) if "diff" in v else ""]
             for v in judge(result)]
     return md(["task", "column", "scheme", "predicted", "verdict", "vs",
                   "difference [95% CI]"], rows)
 
 
 def intervention_table(result: dict) -> str:
-    rows = [[v["task"], v["scheme"], v["intervention"],
-             "{:+.2f} [{:+.2f},{:+.2f}]".format(*v["diff"]), v["effect"]]
+    rows = [[v["task"], v["scheme"], v["intervention"], fmt_diff(v["diff"]), v["effect"]]
             for v in interventions(result)]
     return md(["task", "scheme", "intervention", "effect on ext. accuracy [95% CI]",
                   "label"], rows)
