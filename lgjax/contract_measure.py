@@ -210,13 +210,11 @@ def logit_ranges(att_logits, b) -> np.ndarray:
 def parameter_counts(t: Trained) -> dict:
     one = jax.tree.map(lambda x: x[0], t.states.params)
     count = lambda tree: int(sum(np.size(x) for x in jax.tree.leaves(tree)))
-    m = t.config.model
-    trained_enc = count(one["encoding"])
-    if m.encoding == "ape":  # rows past the trained range are never read in training
-        trained_enc = m.enc.train_max * m.d
-    return {"total": count(one), "encoding": count(one["encoding"]),
-            "encoding_trained": trained_enc, "total_trained": count(one) - count(
-                one["encoding"]) + trained_enc}
+    total, enc, m = count(one), count(one["encoding"]), t.config.model
+    # APE rows past the trained range are never read in training
+    trained = m.enc.train_max * m.d if m.encoding == "ape" else enc
+    return {"total": total, "encoding": enc, "encoding_trained": trained,
+            "total_trained": total - enc + trained}
 
 
 def measure_cell(cfg, t: Trained) -> dict:
