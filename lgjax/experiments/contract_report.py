@@ -42,14 +42,9 @@ from lgjax.report import markdown_table
 
 # ---- text ----------------------------------------------------------------------------------
 
-def fmt(values) -> str:
-    """Per-seed values as mean [95% CI]."""
-    return "{:.2f} [{:.2f},{:.2f}]".format(*t_interval(values))
-
-
-def fmt_diff(diff) -> str:
-    """(difference, low, high) as difference [95% CI], signed."""
-    return "{:+.2f} [{:+.2f},{:+.2f}]".format(*diff)
+def ci(m, lo, hi, sign: str = "") -> str:
+    """A mean [95% CI] at two decimals (sign "+": a signed difference)."""
+    return f"{m:{sign}.2f} [{lo:{sign}.2f},{hi:{sign}.2f}]"
 
 
 # every table below is a list of lines (markdown, but for the predicted matrix's list)
@@ -66,7 +61,7 @@ def matrix_table(result: dict) -> list[str]:
         values = {c: v for c in (*MATRIX, "matched_extend", "near_extend", "far_extend")
                   if (v := column(result, task, c))}
         ok = learnable_map(result, task)
-        rows = [[s, *(fmt(v[s]) if s in v else "-" for v in values.values()),
+        rows = [[s, *(ci(*t_interval(v[s])) if s in v else "-" for v in values.values()),
                  "yes" if ok[s] else "NO"] for s in result["schemes"] if s in values["in_range"]]
         lines += ["", f"## {task}",
                   *markdown_table(["scheme", *(COLUMNS[c][0] for c in values), "learnable"],
@@ -77,22 +72,22 @@ def matrix_table(result: dict) -> list[str]:
 def verdict_table(result: dict) -> list[str]:
     rows = [[v["task"], COLUMNS[v["column"]][0], v["scheme"], "+" if v["side"] == "high" else "-",
              v["verdict"], v.get("rival", ""),
-             fmt_diff(v["diff"]) if "diff" in v else ""]
+             ci(*v["diff"], "+") if "diff" in v else ""]
             for v in judge(result)]
     return markdown_table(["task", "column", "scheme", "predicted", "verdict", "vs",
                            "difference [95% CI]"], rows)
 
 
 def intervention_table(result: dict) -> list[str]:
-    rows = [[v["task"], v["scheme"], v["intervention"], fmt_diff(v["diff"]), v["effect"]]
+    rows = [[v["task"], v["scheme"], v["intervention"], ci(*v["diff"], "+"), v["effect"]]
             for v in interventions(result)]
     return markdown_table(["task", "scheme", "intervention", "effect on ext. accuracy [95% CI]",
                            "label"], rows)
 
 
 def matched_table(result: dict) -> list[str]:
-    rows = [[task, f"{m['level']:.3f}", s, f"{np.mean(c['step']):.0f}", fmt(c["extend"]),
-             fmt(column(result, task, "extend")[s])]
+    rows = [[task, f"{m['level']:.3f}", s, f"{np.mean(c['step']):.0f}",
+             ci(*t_interval(c["extend"])), ci(*t_interval(column(result, task, "extend")[s]))]
             for task, m in result.get("matched", {}).items() for s, c in m["schemes"].items()]
     return markdown_table(["task", "loss level", "scheme", "step (mean)",
                            "ext. accuracy at matched loss", "ext. accuracy final"], rows)
