@@ -137,32 +137,32 @@ def retrieval_index(start, e: int, length, window: int):
 # ---- attention readouts ------------------------------------------------------------------
 
 def hit_rates(attended_NxA, evidence_N) -> np.ndarray:
-    """[A]: how often each head's argmax key is the evidence position."""
-    return (np.asarray(attended_NxA) == np.asarray(evidence_N)[:, None]).mean(0)
+    """[..., A]: how often each head's argmax key is the evidence position (over the N axis)."""
+    return (np.asarray(attended_NxA) == np.asarray(evidence_N)[..., None]).mean(-2)
 
 
 def bins_of(distance, width: int, n_bins: int) -> np.ndarray:
     return np.clip(np.asarray(distance) // width, 0, n_bins - 1)
 
 
-def confusion(needed_N, attended_N, width: int, n_bins: int) -> np.ndarray:
+def confusion(needed, attended, width: int, n_bins: int) -> np.ndarray:
     """[n_bins, n_bins] counts: row = distance needed (query - evidence), column = distance the
-    head attended (query - its argmax key), both in bins of `width`."""
+    head attended (query - its argmax key), both in bins of `width` (arrays of any shape)."""
     out = np.zeros((n_bins, n_bins), np.int64)
-    np.add.at(out, (bins_of(needed_N, width, n_bins), bins_of(attended_N, width, n_bins)), 1)
+    np.add.at(out, (bins_of(needed, width, n_bins), bins_of(attended, width, n_bins)), 1)
     return out
 
 
-def failure_by_offset(needed_N, correct_N, width: int, n_bins: int) -> tuple[np.ndarray, ...]:
-    """(total, correct) per bin of the distance needed."""
-    b = bins_of(needed_N, width, n_bins)
+def failure_by_offset(needed, correct, width: int, n_bins: int) -> tuple[np.ndarray, ...]:
+    """(total, correct) per bin of the distance needed (arrays of any shape)."""
+    b = bins_of(needed, width, n_bins).ravel()
     total = np.bincount(b, minlength=n_bins)
-    return total, np.bincount(b, weights=np.asarray(correct_N, float), minlength=n_bins)
+    return total, np.bincount(b, weights=np.ravel(correct).astype(float), minlength=n_bins)
 
 
 def logit_range(logits_AxL, length) -> np.ndarray:
-    """[A]: max - min of each head's attention logits over the valid keys t < length."""
-    valid = np.arange(np.shape(logits_AxL)[-1]) < length
+    """[..., A]: max - min of each head's attention logits over the valid keys t < length [...]."""
+    valid = np.arange(np.shape(logits_AxL)[-1]) < np.asarray(length)[..., None, None]
     x = np.asarray(logits_AxL, float)
     return np.where(valid, x, -np.inf).max(-1) - np.where(valid, x, np.inf).min(-1)
 

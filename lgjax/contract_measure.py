@@ -74,33 +74,15 @@ def _program(cfg: ModelConfig, m_in: int, m_out: int, chunk: int):
     return jax.jit(lambda p_S, t_S, n_S: jax.lax.map(lambda a: per_seed(*a), (p_S, t_S, n_S)))
 
 
-def readout(cfg: ModelConfig, task: TaskConfig, params_S, tokens, lengths):
-    B = tokens.shape[1]
-    chunk = max(k for k in range(1, min(B, 128) + 1) if B % k == 0)
-    out = _program(cfg, *vocab_sizes_of(task), chunk)(params_S, tokens, lengths)
-    return [np.asarray(x) for x in out]
+@functools.partial(jax.jit, static_argnums=(0, 1, 3, 4))
+def _sample(draw, task, keys_S, index, args):
+    return jax.vmap(lambda k: draw(task, stream(k, EVAL, index), *args))(keys_S)
 
 
-def vocab_sizes_of(task: TaskConfig) -> tuple[int, int]:
-    t = tasks.TASKS[task.name]
-    return t.input_vocab(task), t.num_classes(task)
-
-
-@functools.partial(jax.jit, static_argnums=(0, 2, 3, 4, 5, 6))
-def _sample(task, keys_S, index, n, lmin, lmax, Lpad):
-    draw = lambda k: tasks.sample_batch(task, stream(k, EVAL, index), n, lmin, lmax, Lpad)
-    return jax.vmap(draw)(keys_S)
-
-
-@functools.partial(jax.jit, static_argnums=(0, 2, 3, 4, 5, 6))
-def _sample_pair(task, keys_S, shift, n, lmin, lmax, Lpad):
-    draw = lambda k: tasks.sample_shift_pair(task, stream(k, EVAL, SHIFT + shift), n, lmin, lmax,
-                                             Lpad, shift)
-    return jax.vmap(draw)(keys_S)
-
-
-def sample(task: TaskConfig, seeds, index, n, lmin, lmax, Lpad) -> tasks.Batch:
-    return jax.tree.map(np.asarray, _sample(task, seed_keys(seeds), index, n, lmin, lmax, Lpad))
+def sample(task: TaskConfig, seeds, index, *args, draw=tasks.sample_batch):
+    """Per seed, draw(task, key, *args) (numpy) with the key of the seed's EVAL stream `index`:
+    a batch (args n, lmin, lmax, Lpad), or with `tasks.sample_shift_pair` a pair (args + shift)."""
+    return jax.tree.map(np.asarray, _sample(draw, task, seed_keys(seeds), index, args))
 
 
 def evidence_of(task: TaskConfig, batch) -> np.ndarray:
@@ -115,12 +97,8 @@ def near_far(task: TaskConfig, batch, correct_SxB) -> dict:
     return {"near": mean(~far), "far": mean(far), "far_fraction": far.mean(1)}
 
 
-def per_seed_head_values(x_SxBxA, head_S) -> np.ndarray:
-    return np.take_along_axis(x_SxBxA, head_S[:, None, None], axis=2)[..., 0]
-
-
 class Cell:
-    """The measurements of one trained cell; `row` collects the JSON-able result."""
+    """The measurements of one trained cell (`measure_cell` collects them)."""
 
     def __init__(self, t: Trained, cfg):
         self.t, self.cfg = t, cfg
@@ -130,11 +108,21 @@ class Cell:
         self.n = cfg.run.eval_sequences
         self.n_bins = math.ceil(max(cfg.extend) / BIN)
 
-    def run(self, model: ModelConfig, batch):
-        return readout(model, self.task, self.params_S, batch.tokens, batch.length)
+    def run(self, b, model: ModelConfig | None = None, params_S=None) -> list[np.ndarray]:
+        """[logits, attention, attention logits] per seed of batch b through the cell's model and
+        parameters, or through `model` (an intervention) or `params_S` (another checkpoint)."""
+        B = b.tokens.shape[1]
+        chunk = max(k for k in range(1, min(B, 128) + 1) if B % k == 0)
+        program = _program(model or self.model, *vocab_sizes(self.rc), chunk)
+        out = program(self.params_S if params_S is None else params_S, b.tokens, b.length)
+        return [np.asarray(x) for x in out]
 
     def correct(self, logits, batch):
         return (logits.argmax(-1) == batch.targets).astype(float)
+
+    def accuracy(self, b, model: ModelConfig | None = None) -> np.ndarray:
+        """[S]: accuracy on batch b (through `model` when given)."""
+        return self.correct(self.run(b, model)[0], b).mean(1)
 
     @staticmethod
     def loss(logits, batch) -> np.ndarray:
@@ -144,38 +132,29 @@ class Cell:
 
     def in_range(self) -> dict:
         b = sample(self.task, self.seeds, IN_RANGE, self.n, self.lmin, self.lmax, self.lmax)
-        logits, att, att_logits = self.run(self.model, b)
+        logits, att, att_logits = self.run(b)
         ok = self.correct(logits, b)
         evidence = evidence_of(self.task, b)
-        rates = np.stack([contract_eval.hit_rates(a.argmax(-1), e)
-                          for a, e in zip(att, evidence)])
+        rates = contract_eval.hit_rates(att.argmax(-1), evidence)
         self.head_S = rates.argmax(-1)
+        need, got = self.distances(att, b, evidence)
         return {"accuracy": ok.mean(1), "loss": self.loss(logits, b), "head": self.head_S,
                 "hit_rate": rates.max(-1), "hit_rates": rates,
-                "logit_range": self.logit_ranges(att_logits, b), **near_far(self.task, b, ok),
-                "confusion": self.confusion(att, b, evidence).tolist()}
-
-    def logit_ranges(self, att_logits, b) -> np.ndarray:
-        """[S, A]: mean over sequences of each head's logit range at the query."""
-        r = [[contract_eval.logit_range(x, n) for x, n in zip(xs, ns)]
-             for xs, ns in zip(att_logits, b.length)]
-        return np.asarray(r).mean(1)
+                "logit_range": logit_ranges(att_logits, b), **near_far(self.task, b, ok),
+                "confusion": contract_eval.confusion(need, got, BIN, self.n_bins).tolist()}
 
     def distances(self, att, b, evidence):
+        """[S, B] distances (from the query) needed and attended by each seed's chosen head."""
         query = b.length - 1
-        attended = per_seed_head_values(att.argmax(-1), self.head_S)
+        attended = np.take_along_axis(att.argmax(-1), self.head_S[:, None, None], axis=2)[..., 0]
         return query - evidence, query - attended
-
-    def confusion(self, att, b, evidence) -> np.ndarray:
-        need, got = self.distances(att, b, evidence)
-        return contract_eval.confusion(need.ravel(), got.ravel(), BIN, self.n_bins)
 
     def shifts(self) -> dict:
         out = {}
         for c in self.cfg.shifts:
-            plain, moved = jax.tree.map(np.asarray, _sample_pair(
-                self.task, seed_keys(self.seeds), c, self.n, self.lmin, self.lmax - c, self.lmax))
-            before, after = self.run(self.model, plain)[0], self.run(self.model, moved)[0]
+            plain, moved = sample(self.task, self.seeds, SHIFT + c, self.n, self.lmin,
+                                  self.lmax - c, self.lmax, c, draw=tasks.sample_shift_pair)
+            before, after = self.run(plain)[0], self.run(moved)[0]
             out[str(c)] = {"accuracy": self.correct(after, moved).mean(1),
                            "consistency": (before.argmax(-1) == after.argmax(-1)).mean(1)}
         return out
@@ -184,16 +163,16 @@ class Cell:
         out, conf, total, hits = {}, 0, 0, 0
         for L in self.cfg.extend:
             b = sample(self.task, self.seeds, L, self.n, L, L, L)
-            logits, att, att_logits = self.run(self.model, b)
+            logits, att, att_logits = self.run(b)
             ok = self.correct(logits, b)
             evidence = evidence_of(self.task, b)
             need, got = self.distances(att, b, evidence)
-            conf = conf + self.confusion(att, b, evidence)
-            t, h = contract_eval.failure_by_offset(need.ravel(), ok.ravel(), BIN, self.n_bins)
+            conf = conf + contract_eval.confusion(need, got, BIN, self.n_bins)
+            t, h = contract_eval.failure_by_offset(need, ok, BIN, self.n_bins)
             total, hits = total + t, hits + h
             out[str(L)] = {"none": ok.mean(1), "pi": self.interpolation(b, L),
                            "retrieval": self.retrieval(b, evidence),
-                           "logit_range": self.logit_ranges(att_logits, b),
+                           "logit_range": logit_ranges(att_logits, b),
                            "nonlocal": (np.abs(got - need) >= NONLOCAL).mean(1),
                            **near_far(self.task, b, ok)}
         out["confusion"] = conf.tolist()
@@ -202,15 +181,14 @@ class Cell:
 
     def interpolation(self, b, L) -> np.ndarray:
         with contract_eval.pi_encodings():
-            model = contract_eval.interpolated(self.model, L, self.lmax)
-            return self.correct(self.run(model, b)[0], b).mean(1)
+            return self.accuracy(b, contract_eval.interpolated(self.model, L, self.lmax))
 
     def retrieval(self, b, evidence) -> np.ndarray:
         start, e = contract_eval.evidence_span(self.task.name, evidence, self.task)
         idx = np.asarray(contract_eval.retrieval_index(start, e, b.length, self.lmax))
         kept = b._replace(tokens=np.take_along_axis(b.tokens, idx, -1),
                           length=np.full_like(b.length, self.lmax))
-        return self.correct(self.run(self.model, kept)[0], kept).mean(1)
+        return self.accuracy(kept)
 
     def loss_curve(self) -> dict:
         """In-range loss (probe batch) at every saved checkpoint: the training trajectory."""
@@ -219,23 +197,24 @@ class Cell:
         steps, losses = [], []
         with checkpoints.open_run(self.t.run_dir)[1] as run:  # for reading
             for step in sorted(run.steps()):
-                params = run.restore(step).params
                 steps.append(step)
-                losses.append(self.loss(readout(self.model, self.task, params, b.tokens,
-                                                b.length)[0], b))
+                losses.append(self.loss(self.run(b, params_S=run.restore(step).params)[0], b))
         return {"steps": steps, "loss": np.asarray(losses)}
+
+
+def logit_ranges(att_logits, b) -> np.ndarray:
+    """[S, A]: mean over sequences of each head's logit range at the query."""
+    return contract_eval.logit_range(att_logits, b.length).mean(1)
 
 
 def parameter_counts(t: Trained) -> dict:
     one = jax.tree.map(lambda x: x[0], t.states.params)
     count = lambda tree: int(sum(np.size(x) for x in jax.tree.leaves(tree)))
-    m = t.config.model
-    trained_enc = count(one["encoding"])
-    if m.encoding == "ape":  # rows past the trained range are never read in training
-        trained_enc = m.enc.train_max * m.d
-    return {"total": count(one), "encoding": count(one["encoding"]),
-            "encoding_trained": trained_enc, "total_trained": count(one) - count(
-                one["encoding"]) + trained_enc}
+    total, enc, m = count(one), count(one["encoding"]), t.config.model
+    # APE rows past the trained range are never read in training
+    trained = m.enc.train_max * m.d if m.encoding == "ape" else enc
+    return {"total": total, "encoding": enc, "encoding_trained": trained,
+            "total_trained": total - enc + trained}
 
 
 def measure_cell(cfg, t: Trained) -> dict:
@@ -276,10 +255,7 @@ def matched_cell(cfg, t: Trained, curve: dict, level: float) -> dict:
         jax.tree.map(lambda a, s=s: a[s], restored[int(steps[k])]) for s, k in enumerate(first)])
     matched = Trained(t.config, t.states._replace(params=params_S), t.run_dir, 0.0)
     cell = Cell(matched, cfg)
-    acc = []
-    for L in cfg.extend:
-        b = sample(cell.task, cell.seeds, L, cell.n, L, L, L)
-        acc.append(cell.correct(cell.run(cell.model, b)[0], b).mean(1))
+    acc = [cell.accuracy(sample(cell.task, cell.seeds, L, cell.n, L, L, L)) for L in cfg.extend]
     return {"step": steps[first], "loss": loss_KxS[first, np.arange(len(first))],
             "extend": np.mean(acc, 0)}
 

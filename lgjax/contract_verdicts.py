@@ -57,25 +57,26 @@ PREDICTIONS = (
 
 
 def _mean_over(d: dict, key: str):
-    return np.mean([np.asarray(v[key], float) for v in d.values()], axis=0)
+    """The per-seed `key` averaged over d's entries (shifts or lengths); None where they have no
+    such readout (near/far: ordered_update only)."""
+    values = [np.asarray(v[key], float) for v in d.values() if key in v]
+    return np.mean(values, axis=0) if values else None
 
 
-def _lengths(cell: dict) -> dict:
-    return {k: v for k, v in cell["extend"].items() if k.isdigit()}
+def _extension(key: str):
+    return lambda c: _mean_over({k: v for k, v in c["extend"].items() if k.isdigit()}, key)
 
 
 COLUMNS = {  # name: (label, cell -> per-seed values or None)
     "in_range": ("in range", lambda c: c["in_range"]["accuracy"]),
     "shift_acc": ("shifted", lambda c: _mean_over(c["shift"], "accuracy")),
     "shift_consistency": ("shift cons.", lambda c: _mean_over(c["shift"], "consistency")),
-    "extend": ("ext none", lambda c: _mean_over(_lengths(c), "none")),
-    "pi": ("ext PI", lambda c: _mean_over(_lengths(c), "pi")),
-    "retrieval": ("ext retrieval", lambda c: _mean_over(_lengths(c), "retrieval")),
-    "near_extend": ("ext near", lambda c: _mean_over(_lengths(c), "near")
-                    if "near" in c["in_range"] else None),
-    "far_extend": ("ext far", lambda c: _mean_over(_lengths(c), "far")
-                   if "far" in c["in_range"] else None),
-    "nonlocal": ("misattend far", lambda c: _mean_over(_lengths(c), "nonlocal")),
+    "extend": ("ext none", _extension("none")),
+    "pi": ("ext PI", _extension("pi")),
+    "retrieval": ("ext retrieval", _extension("retrieval")),
+    "near_extend": ("ext near", _extension("near")),
+    "far_extend": ("ext far", _extension("far")),
+    "nonlocal": ("misattend far", _extension("nonlocal")),
     "matched_extend": ("ext at matched loss", lambda c: c.get("matched", {}).get("extend")),
 }
 MATRIX = ("in_range", "shift_acc", "shift_consistency", "extend", "pi", "retrieval")
@@ -128,14 +129,12 @@ def verdict(values: dict, learnable: dict, scheme: str, side: str, rivals) -> di
     rivals = [r for r in rivals if r in values and learnable.get(r, False)]
     if not rivals:
         return {"verdict": "no learnable rival"}
-    pick = max if side == "high" else min
-    rival = pick(rivals, key=lambda r: np.mean(values[r]))
-    d, lo, hi = diff_interval(values[scheme], values[rival])
-    sign = effect_label(d, lo, hi)
-    expected = "up" if side == "high" else "down"
-    label = {expected: "confirmed", "no effect": "no effect",
-             "unresolved": "unresolved"}.get(sign, "contradicted")
-    return {"verdict": label, "rival": rival, "diff": [d, lo, hi]}
+    expected, opposite = ("up", "down") if side == "high" else ("down", "up")
+    rival = (max if side == "high" else min)(rivals, key=lambda r: np.mean(values[r]))
+    diff = diff_interval(values[scheme], values[rival])
+    sign = effect_label(*diff)  # "no effect" and "unresolved" are the verdict as they are
+    label = {expected: "confirmed", opposite: "contradicted"}.get(sign, sign)
+    return {"verdict": label, "rival": rival, "diff": list(diff)}
 
 
 def winner(values: dict) -> str | None:
@@ -157,9 +156,8 @@ def ordered(result: dict, task: str) -> list[tuple[str, dict]]:
 
 def column(result: dict, task: str, name: str) -> dict:
     """{scheme: per-seed values} of one column of one task (schemes that have it)."""
-    get = COLUMNS[name][1]
-    out = {s: get(c) for s, c in ordered(result, task)}
-    return {s: np.asarray(v, float) for s, v in out.items() if v is not None}
+    return {s: np.asarray(v, float) for s, c in ordered(result, task)
+            if (v := COLUMNS[name][1](c)) is not None}
 
 
 def learnable_map(result: dict, task: str) -> dict:
@@ -215,12 +213,6 @@ def interventions(result: dict) -> list[dict]:
     return out
 
 
-def lab_value(result: dict, scheme: str, metric: str) -> float:
-    """The contract lab's metric for a scheme's stand-in (NaN where undefined)."""
-    v = result["lab"][result["lab_names"][scheme]][metric]
-    return float("nan") if v is None else float(v)
-
-
 def correlations(result: dict) -> dict:
     """Per task, Spearman's rho of each predictor with extension accuracy over seed-runs."""
     out = {}
@@ -228,9 +220,10 @@ def correlations(result: dict) -> dict:
         ext = column(result, task, "extend")
         preds = {"in-range loss": {s: row[s]["in_range"]["loss"] for s in ext},
                  "shift consistency": column(result, task, "shift_consistency")}
+        lab = {s: result["lab"][result["lab_names"][s]] for s in ext}  # each one's stand-in
         for metric in ("shift_error", "out_of_table", "collisions", "monotonic_breaks"):
-            preds[f"lab {metric}"] = {s: np.full(len(ext[s]), lab_value(result, s, metric))
-                                      for s in ext}
+            # None (undefined in the lab) becomes NaN
+            preds[f"lab {metric}"] = {s: np.full(len(ext[s]), lab[s][metric], float) for s in ext}
         y = np.concatenate([ext[s] for s in ext])
         out[task] = {k: contract_eval.rank_correlation(np.concatenate([v[s] for s in ext]), y)
                      for k, v in preds.items()}

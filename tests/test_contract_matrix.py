@@ -36,6 +36,11 @@ def test_confusion_and_failure_by_offset_hand_built():
     total, hits = contract_eval.failure_by_offset(need, np.array([1, 0, 1, 1]), 4, 3)
     np.testing.assert_array_equal(total, [1, 1, 2])
     np.testing.assert_array_equal(hits, [1, 0, 2])
+    # seed-batched [S, B] arrays count as their flattening
+    np.testing.assert_array_equal(contract_eval.confusion(need.reshape(2, 2), got.reshape(2, 2),
+                                                          4, 3), c)
+    batched = contract_eval.failure_by_offset(need.reshape(2, 2), np.array([[1, 0], [1, 1]]), 4, 3)
+    np.testing.assert_array_equal(np.stack(batched), [total, hits])
 
 
 def test_logit_range_hit_rates_rank_correlation():
@@ -44,6 +49,13 @@ def test_logit_range_hit_rates_rank_correlation():
     attended = np.array([[2, 0], [2, 1], [1, 1]])
     np.testing.assert_allclose(contract_eval.hit_rates(attended, np.array([2, 2, 1])),
                                [1.0, 1 / 3])
+    # seed-batched: [S, B, A, L] logits with [S, B] lengths, [S, B, A] argmaxes with [S, B]
+    np.testing.assert_allclose(contract_eval.logit_range(np.stack([[logits, logits]]),
+                                                         np.array([[3, 4]])),
+                               [[[7.0, 0.0], [102.0, 50.0]]])
+    np.testing.assert_allclose(contract_eval.hit_rates(np.stack([attended, attended[::-1]]),
+                                                       np.array([[2, 2, 1], [1, 2, 2]])),
+                               [[1.0, 1 / 3], [1.0, 1 / 3]])
     assert contract_eval.rank_correlation([1, 2, 3, 4], [10, 20, 25, 99]) == pytest.approx(1.0)
     assert contract_eval.rank_correlation([3, 2, 1], [1, 2, 3]) == pytest.approx(-1.0)
     assert np.isnan(contract_eval.rank_correlation([1, 1, 1], [1, 2, 3]))

@@ -26,15 +26,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import jax
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from lgjax import checkpoints, contracts, keys, models, plots  # noqa: E402
-from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig  # noqa: E402
-from lgjax.encodings import ENCODINGS, ApeOptions  # noqa: E402
+from lgjax import checkpoints, contracts, keys, models, plots
+from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.encodings import ENCODINGS, ApeOptions
 
 SEED = 0  # registered encodings are profiled at the init of this seed (what its run starts from)
 
@@ -125,12 +121,11 @@ def trained(path: str, cfg: Config) -> dict:
         params_S = run.restore_verified(step).params
     enc = ENCODINGS[rc.model.encoding]
     horizon = enc.horizon(rc.model, rc.train)
-    profiles = []
-    for s in range(len(rc.train.seeds)):
-        params = jax.tree.map(lambda x, s=s: x[s], params_S)
-        params = params if rc.model.arch == "head" else params["encoding"]  # shared by layers
-        profiles.append(contracts.kernel_profiles(enc.kernel, params, rc.model, horizon,
-                                                  cfg.test, cfg.shift))
+    if rc.model.arch != "head":
+        params_S = params_S["encoding"]  # shared by the layers
+    profiles = [contracts.kernel_profiles(enc.kernel, jax.tree.map(lambda x, s=s: x[s], params_S),
+                                          rc.model, horizon, cfg.test, cfg.shift)
+                for s in range(len(rc.train.seeds))]
     return {"run_dir": str(path), "step": step, "steps": rc.train.steps,
             "encoding": rc.model.encoding, "arch": rc.model.arch, "horizon": horizon,
             "seeds": list(rc.train.seeds), "profiles": profiles}
@@ -151,20 +146,29 @@ def measure(cfg: Config, trained_runs: dict | None = None) -> dict:
 
 # ---- table and figure ---------------------------------------------------------------------
 
-def rows(result: dict) -> list[tuple[str, list[tuple[str, dict]]]]:
-    """(section title, [(row name, profile)]) for the stand-ins, registered and trained rows."""
+def sections(result: dict) -> list[tuple[str, list[tuple[str, tuple | None, list]]]]:
+    """The table's sections, each split into the figure's panels: (section title, [(panel
+    title, (x, label) of a dashed marker or None, [(row name, legend label, profile)])]). A
+    stand-in has a panel of its own, a registered encoding one with a line per head, the
+    trained run one with a line per seed and head."""
     c, t = result["config"], result["trained"]
+    marks = {"learned": (c["train"], "train horizon"), "relative": (result["clip"], "clip")}
+    untrained = lambda horizon: None if horizon is None else (horizon, "untrained from")
     out = [(f"stand-in schemes; learned table {c['train']} rows",
-            list(result["schemes"].items()))]
-    reg = [(name if len(e["heads"]) == 1 else f"{name}/h{h}", p)
-           for name, e in result["encodings"].items() for h, p in enumerate(e["heads"])]
+            [(f"stand-in: {name}", marks.get(name), [(name, "", p)])
+             for name, p in result["schemes"].items()])]
+    reg = [(f"registered: {name}", untrained(e["horizon"]),
+            [(name if len(e["heads"]) == 1 else f"{name}/h{h}", f"h{h}", p)
+             for h, p in enumerate(e["heads"])]) for name, e in result["encodings"].items()]
     out.append((f"registered encodings: kernel at init (seed {SEED}) of the one-layer head, "
                 f"ModelConfig defaults, float64; table rows from {c['train']} on untrained", reg))
     if t is not None:
-        named = [(f"seed{seed}" if len(ps) == 1 else f"seed{seed}/h{h}", p)
+        lines = [(f"seed{seed}" if len(ps) == 1 else f"seed{seed}/h{h}", f"seed{seed}/h{h}", p)
                  for seed, ps in zip(t["seeds"], t["profiles"]) for h, p in enumerate(ps)]
         out.append((f"trained: {t['run_dir']} ({t['encoding']}, {t['arch']}, step {t['step']} "
-                    f"of {t['steps']}): kernel with each seed's parameters", named))
+                    f"of {t['steps']}): kernel with each seed's parameters",
+                    [(f"trained {t['encoding']}, step {t['step']}", untrained(t["horizon"]),
+                      lines)]))
     return out
 
 
@@ -176,11 +180,12 @@ def _shift_cell(p: dict) -> tuple[str, str]:
 
 def table(result: dict) -> str:
     c, (i, j) = result["config"], result["pair"]
-    sections = rows(result)
-    w = max(11, *(len(name) + 2 for _, named in sections for name, _ in named))
+    rows = [(title, [(name, p) for _, _, lines in panels for name, _, p in lines])
+            for title, panels in sections(result)]
+    w = max(11, *(len(name) + 2 for _, named in rows for name, _ in named))
     lines = [f"contract lab: pair ({i}, {j}) shifted by {c['shift']}; score(0, d) for "
              f"d = 1..{c['test'] - 1}"]
-    for title, named in sections:
+    for title, named in rows:
         lines += ["", title, f"{'':{w}s}{'shift error':>12s}{'invariant':>11s}"
                   f"{'out-of-table':>14s}{'collisions':>13s}{'mono breaks':>13s}"]
         for name, p in named:
@@ -191,34 +196,16 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
-def panels(result: dict) -> list[tuple[str, list[tuple[str, list]], tuple | None]]:
-    """(title, [(line label, curve)], (x, label) of a dashed marker or None) per panel."""
-    c, t = result["config"], result["trained"]
-    marks = {"learned": (c["train"], "train horizon"), "relative": (result["clip"], "clip")}
-    out = [(f"stand-in: {name}", [("", p["curve"])], marks.get(name))
-           for name, p in result["schemes"].items()]
-    for name, e in result["encodings"].items():
-        mark = None if e["horizon"] is None else (e["horizon"], "untrained from")
-        out.append((f"registered: {name}", [(f"h{h}", p["curve"])
-                                            for h, p in enumerate(e["heads"])], mark))
-    if t is not None:
-        mark = None if t["horizon"] is None else (t["horizon"], "untrained from")
-        out.append((f"trained {t['encoding']}, step {t['step']}", [
-            (f"seed{seed}/h{h}", p["curve"]) for seed, ps in zip(t["seeds"], t["profiles"])
-            for h, p in enumerate(ps)], mark))
-    return out
-
-
 def figure(result: dict, path: Path) -> None:
     """Score against distance, one panel per stand-in, registered encoding and trained run."""
     d = np.asarray(result["distances"])
-    spec = panels(result)
+    spec = [panel for _, panels in sections(result) for panel in panels]
     ncols = 4
     nrows = -(-len(spec) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4 * ncols, 2.8 * nrows), squeeze=False)
-    for k, (ax, (title, lines, mark)) in enumerate(zip(axes.flat, spec)):
-        for label, curve in lines:
-            ax.plot(d, [np.nan if s is None else s for s in curve], lw=1.2,
+    fig, axes = plots.plt.subplots(nrows, ncols, figsize=(4 * ncols, 2.8 * nrows), squeeze=False)
+    for k, (ax, (title, mark, lines)) in enumerate(zip(axes.flat, spec)):
+        for _, label, p in lines:
+            ax.plot(d, np.asarray(p["curve"], float), lw=1.2,  # None (undefined): NaN
                     label=label if len(lines) > 1 else None)
         if mark is not None:
             ax.axvline(mark[0], color="0.5", ls="--", lw=1, label=mark[1])

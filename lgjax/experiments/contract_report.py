@@ -42,63 +42,58 @@ from lgjax.report import markdown_table
 
 # ---- text ----------------------------------------------------------------------------------
 
-def fmt(values) -> str:
-    m, lo, hi = t_interval(values)
-    return f"{m:.2f} [{lo:.2f},{hi:.2f}]"
+def ci(m, lo, hi, sign: str = "") -> str:
+    """A mean [95% CI] at two decimals (sign "+": a signed difference)."""
+    return f"{m:{sign}.2f} [{lo:{sign}.2f},{hi:{sign}.2f}]"
 
 
-def predicted_table() -> str:
-    lines = ["Predicted matrix (declared before the run; + = predicted higher, - = lower):"]
-    for p in PREDICTIONS:
-        lines.append(f"- {p.task} / {COLUMNS[p.column][0]}: + {','.join(p.high)}  "
-                     f"- {','.join(p.low)}  ({p.claim})")
-    return "\n".join(lines)
+# every table below is a list of lines (markdown, but for the predicted matrix's list)
+
+def predicted_table() -> list[str]:
+    return ["Predicted matrix (declared before the run; + = predicted higher, - = lower):"] + [
+        f"- {p.task} / {COLUMNS[p.column][0]}: + {','.join(p.high)}  - {','.join(p.low)}  "
+        f"({p.claim})" for p in PREDICTIONS]
 
 
-def md(cols: list[str], rows: list[list]) -> str:
-    return "\n".join(markdown_table(cols, rows))
-
-
-def matrix_table(result: dict) -> str:
+def matrix_table(result: dict) -> list[str]:
     lines = []
     for task in result["cells"]:
-        cols = [c for c in (*MATRIX, "matched_extend", "near_extend", "far_extend")
-                if column(result, task, c)]
+        values = {c: v for c in (*MATRIX, "matched_extend", "near_extend", "far_extend")
+                  if (v := column(result, task, c))}
         ok = learnable_map(result, task)
-        values = {c: column(result, task, c) for c in cols}
-        rows = [[s, *(fmt(values[c][s]) if s in values[c] else "-" for c in cols),
+        rows = [[s, *(ci(*t_interval(v[s])) if s in v else "-" for v in values.values()),
                  "yes" if ok[s] else "NO"] for s in result["schemes"] if s in values["in_range"]]
         lines += ["", f"## {task}",
-                  md(["scheme", *(COLUMNS[c][0] for c in cols), "learnable"], rows)]
-    return "\n".join(lines)
+                  *markdown_table(["scheme", *(COLUMNS[c][0] for c in values), "learnable"],
+                                  rows)]
+    return lines
 
 
-def verdict_table(result: dict) -> str:
+def verdict_table(result: dict) -> list[str]:
     rows = [[v["task"], COLUMNS[v["column"]][0], v["scheme"], "+" if v["side"] == "high" else "-",
              v["verdict"], v.get("rival", ""),
-             "" if "diff" not in v else "{:+.2f} [{:+.2f},{:+.2f}]".format(*v["diff"])]
+             ci(*v["diff"], "+") if "diff" in v else ""]
             for v in judge(result)]
-    return md(["task", "column", "scheme", "predicted", "verdict", "vs",
-                  "difference [95% CI]"], rows)
+    return markdown_table(["task", "column", "scheme", "predicted", "verdict", "vs",
+                           "difference [95% CI]"], rows)
 
 
-def intervention_table(result: dict) -> str:
-    rows = [[v["task"], v["scheme"], v["intervention"],
-             "{:+.2f} [{:+.2f},{:+.2f}]".format(*v["diff"]), v["effect"]]
+def intervention_table(result: dict) -> list[str]:
+    rows = [[v["task"], v["scheme"], v["intervention"], ci(*v["diff"], "+"), v["effect"]]
             for v in interventions(result)]
-    return md(["task", "scheme", "intervention", "effect on ext. accuracy [95% CI]",
-                  "label"], rows)
+    return markdown_table(["task", "scheme", "intervention", "effect on ext. accuracy [95% CI]",
+                           "label"], rows)
 
 
-def matched_table(result: dict) -> str:
-    rows = [[task, f"{m['level']:.3f}", s, f"{np.mean(c['step']):.0f}", fmt(c["extend"]),
-             fmt(column(result, task, "extend")[s])]
+def matched_table(result: dict) -> list[str]:
+    rows = [[task, f"{m['level']:.3f}", s, f"{np.mean(c['step']):.0f}",
+             ci(*t_interval(c["extend"])), ci(*t_interval(column(result, task, "extend")[s]))]
             for task, m in result.get("matched", {}).items() for s, c in m["schemes"].items()]
-    return md(["task", "loss level", "scheme", "step (mean)",
-                  "ext. accuracy at matched loss", "ext. accuracy final"], rows)
+    return markdown_table(["task", "loss level", "scheme", "step (mean)",
+                           "ext. accuracy at matched loss", "ext. accuracy final"], rows)
 
 
-def correlation_table(result: dict) -> str:
+def correlation_table(result: dict) -> list[str]:
     corr = correlations(result)
     names = list(next(iter(corr.values()))) if corr else []
     strength = {k: np.nanmean([abs(corr[t][k]) for t in corr]) if any(
@@ -111,17 +106,17 @@ def correlation_table(result: dict) -> str:
         best = max(contract, key=contract.get)
         lines.append(f"In-range loss: mean |rho| {strength['in-range loss']:.2f}; the strongest "
                      f"contract measure ({best}): {contract[best]:.2f}.")
-    return "\n".join(lines)
+    return lines
 
 
-def failure_table(result: dict) -> str:
+def failure_table(result: dict) -> list[str]:
     names = [f"{a}-{b - 1}" for a, b in zip(RANGES[:-1], RANGES[1:])]
     rows = [[task, s, *("" if v is None else f"{v:.2f}" for v in failure_ranges(c, RANGES))]
             for task in result["cells"] for s, c in ordered(result, task)]
-    return md(["task", "scheme", *names], rows)
+    return markdown_table(["task", "scheme", *names], rows)
 
 
-def attention_table(result: dict) -> str:
+def attention_table(result: dict) -> list[str]:
     """The chosen head's in-range hit rate and the largest per-head logit range."""
     ext = result["extend"]
     top = lambda r: f"{np.mean(np.max(r, axis=-1)):.1f}"
@@ -129,14 +124,14 @@ def attention_table(result: dict) -> str:
              top(c["in_range"]["logit_range"]),
              *(top(c["extend"][str(L)]["logit_range"]) for L in ext)]
             for task in result["cells"] for s, c in ordered(result, task)]
-    return md(["task", "scheme", "head hit rate (in range)", "logit range in range",
-                  *(f"at {L}" for L in ext)], rows)
+    return markdown_table(["task", "scheme", "head hit rate (in range)", "logit range in range",
+                           *(f"at {L}" for L in ext)], rows)
 
 
-def params_table(result: dict) -> str:
+def params_table(result: dict) -> list[str]:
     rows = [[s, c["params"]["total"], c["params"]["encoding"], c["params"]["encoding_trained"]]
             for s, c in ordered(result, result["tasks"][0])]
-    return md(["scheme", "parameters", "encoding", "encoding (trained)"], rows)
+    return markdown_table(["scheme", "parameters", "encoding", "encoding (trained)"], rows)
 
 
 def render(result: dict) -> str:
@@ -148,8 +143,8 @@ def render(result: dict) -> str:
             f"{result['extend']}, PAD shifts {result['shifts']})",
             f"PARTIAL: cells not measured yet: {', '.join(missing)}" if missing else
             "Complete matrix.", "", POLICY.format(learnable=result["learnable"]), "",
-            predicted_table(), "", f"Parameters per scheme ({result['tasks'][0]}):",
-            params_table(result)]
+            *predicted_table(), "", f"Parameters per scheme ({result['tasks'][0]}):",
+            *params_table(result)]
     stuck = not_learnable(result)
     if stuck:
         head += ["", f"Not learnable at this budget ({result['steps']} steps; in-range accuracy "
@@ -157,17 +152,17 @@ def render(result: dict) -> str:
                  "judged: a cell the budget did not teach says nothing about its scheme."]
     wins = winners(result)
     body = ["", "# Results: mean [95% CI] over seeds (accuracy; shift cons. = same answer "
-            "before and after the shift)", matrix_table(result), "", "## Verdicts",
-            verdict_table(result), "", "## Winners",
+            "before and after the shift)", *matrix_table(result), "", "## Verdicts",
+            *verdict_table(result), "", "## Winners",
             *[f"- {t} / {COLUMNS[c][0]}: {w or 'none'}" for (t, c), w in wins.items()],
             thesis_line(wins), "", "## Interventions (paired, vs no intervention)",
-            intervention_table(result), "", "## Matched training loss", matched_table(result),
+            *intervention_table(result), "", "## Matched training loss", *matched_table(result),
             "", "## Rank correlation with extension accuracy (Spearman, seed-runs)",
-            correlation_table(result), "",
+            *correlation_table(result), "",
             "## Failure by relative offset (extension accuracy by distance needed, pooled)",
-            failure_table(result), "",
+            *failure_table(result), "",
             "## Attention: chosen head and logit range (max over heads, mean over seeds)",
-            attention_table(result)]
+            *attention_table(result)]
     return "\n".join(head + body)
 
 
