@@ -81,3 +81,8 @@ def test_a_saved_flat_program_is_recognised_as_finished(tmp_path, capsys):
     assert rt.measured(cfg, path, other) is None
     with pytest.raises(ConfigError, match=r"model\.enc\.scale: saved 0\.3 vs now 0\.1"):
         checkpoints.check_run_dir(path, other, resume=True)
+    # measured at 1024 sequences, no checkpoint left: another evaluation is refused, not retrained
+    fewer = dataclasses.replace(cfg, run=dataclasses.replace(run, eval_sequences=512))
+    with pytest.raises(ConfigError, match="no final checkpoint to measure again"):
+        run_study(rt, fewer)
+    assert json.loads((path / "results.json").read_text()) == saved

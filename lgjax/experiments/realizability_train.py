@@ -28,6 +28,7 @@ import numpy as np
 
 from lgjax import grid
 from lgjax import realizability as R
+from lgjax.checkpoints import step_folders
 from lgjax.config import ConfigError, ModelConfig, TrainConfig
 from lgjax.encodings import AlibiOptions, ApeOptions, RopeOptions
 from lgjax.study import RunOptions, Trained
@@ -115,6 +116,14 @@ def check(cfg: Config) -> None:
         raise ConfigError("--tiers/--encodings/--tasks/--test-lengths: give at least one each")
     if min(cfg.test_lengths) <= cfg.L0:
         raise ConfigError(f"--test-lengths: every test length must exceed L0 = {cfg.L0}")
+    for name, (_, _, g) in programs(cfg).items():  # a measurement is never lost for another
+        path = Path(cfg.run.ckpt_root) / name
+        if (path / PROGRAM_RESULTS).is_file() and measured(cfg, path, g) is None \
+                and g.train.steps not in step_folders(path):
+            raise ConfigError(f"{path}/{PROGRAM_RESULTS} holds a measurement of another grid or "
+                              "evaluation and no final checkpoint to measure again; keep "
+                              "--test-lengths/--eval-sequences as they were or choose another "
+                              "--ckpt-root")
 
 
 def runs(cfg: Config) -> dict[str, grid.Grid]:
