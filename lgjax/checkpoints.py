@@ -31,7 +31,7 @@ from lgjax import train
 from lgjax.config import ConfigError, RunConfig
 from lgjax.devices import is_leader, sync, to_host
 from lgjax.integrity import CheckpointError, Digests, damaged, sha256_file, write_atomic
-from lgjax.rundir_lock import RunDirLock, live_holder, refusal
+from lgjax.rundir_lock import RunDirLock, check_unlocked
 
 CONFIG_FILE = "config.json"
 TRASH = ".lgjax-trash-"  # a damaged step is renamed to this prefix before it is deleted
@@ -105,9 +105,8 @@ def check_run_dir(path: Path | str, cfg, resume: bool = False) -> None:
                           "--ckpt-root or fix its permissions")
     if path.is_dir():
         _check_contents(path, cfg, resume)
-        holder = live_holder(path) if is_leader() else None  # process 0 locks for the job
-        if holder is not None:
-            raise refusal(path, holder)
+        if is_leader():  # process 0 locks for the job
+            check_unlocked(path)
 
 
 @contextlib.contextmanager
@@ -166,7 +165,7 @@ class RunDir:
         self.template = train.abstract_states(cfg) if template is None else template
         self.damaged: dict[int, str] = {}
         self.digests = Digests(self.path)
-        self._lock: RunDirLock | None = None
+        self._lock = RunDirLock(self.path)  # taken by a writer only; releasing is idempotent
         self._pending: int | None = None  # saved step whose files are not digested yet
         self._legacy_noticed = False
         if readonly:
@@ -179,22 +178,19 @@ class RunDir:
         self._config_sha = sha256_file(self.path / CONFIG_FILE)
 
     def _open_for_writing(self, resume: bool) -> None:
-        if not is_leader():  # process 0 checks, locks and writes for the job; we only save
-            if self.path.is_dir():
-                _check_contents(self.path, self.cfg, resume)
+        check_run_dir(self.path, self.cfg, resume)
+        if not is_leader():  # process 0 locks and writes for the job; we only save
             self.manager = ocp.CheckpointManager(self.path, options=_manager_options(self.keep))
             return  # orbax's barrier in there: process 0 has written config.json by now
-        check_run_dir(self.path, self.cfg, resume)
         created = not self.path.exists()
         try:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise ConfigError(f"run directory {self.path} cannot be created ({err.strerror}); "
                               "choose another --ckpt-root") from err
-        lock = RunDirLock(self.path)
         wrote_config = False
         try:
-            lock.acquire()
+            self._lock.acquire()
             _check_contents(self.path, self.cfg, resume)  # again, now that no one else writes
             if not (self.path / CONFIG_FILE).exists():
                 write_atomic(self.path / CONFIG_FILE, self.cfg.to_json())
@@ -206,19 +202,17 @@ class RunDir:
         except BaseException:  # leave the directory as found (another writer may own it)
             if wrote_config:
                 (self.path / CONFIG_FILE).unlink(missing_ok=True)
-            lock.release()
+            self._lock.release()
             if created:
                 with contextlib.suppress(OSError):  # not empty: someone else writes it now
                     self.path.rmdir()
             raise
-        self._lock = lock
 
     def steps(self) -> list[int]:
         return step_folders(self.path)
 
     def latest(self) -> int | None:
-        steps = self.steps()
-        return steps[-1] if steps else None
+        return (self.steps() or [None])[-1]
 
     def needs_save(self, step: int) -> bool:
         """True when `step` has no checkpoint, or only one found damaged."""
@@ -231,7 +225,7 @@ class RunDir:
             raise CheckpointError(f"{self.path} was opened read-only; open it with RunDir to "
                                   "write", step)
         self._finish_pending()
-        if (self.path / str(step)).exists() and step not in self.damaged:
+        if not self.needs_save(step):
             raise CheckpointError(f"checkpoint step {step} in {self.path} exists and was not "
                                   "found damaged; refusing to overwrite it", step)
         for old in sorted(s for s in self.damaged if s >= step):
@@ -246,8 +240,7 @@ class RunDir:
 
     def _finish_pending(self) -> None:
         self.manager.wait_until_finished()
-        if self._pending is not None and (self.path / str(self._pending)).is_dir() \
-                and is_leader():
+        if is_leader() and self._pending is not None and (self.path / str(self._pending)).is_dir():
             self.digests.add_files(self._pending)
         self._pending = None
         if self.keep is not None and is_leader():  # orbax deleted older steps: their digests go
@@ -313,26 +306,21 @@ class RunDir:
         newer ones are named on stderr in one line (and replaced by later saves). CheckpointError
         when steps exist but none is intact."""
         steps = self.steps()
-        for step in reversed(steps):
-            try:
-                state = self.restore_verified(step)
-            except CheckpointError as err:
-                self.damaged[step] = err.reason
-                continue
-            record = None if self.readonly else self.digests.load(step)
-            if record is not None and "files" not in record and is_leader():
-                self.digests.add_files(step)  # killed before they were recorded; arrays verified
-            bad = [s for s in steps if s > step]
-            if bad:
-                what = "; ".join(f"{s}: {self.damaged[s]}" for s in reversed(bad))
-                print(f"lgjax: {self.path}: damaged checkpoint step{'s' * (len(bad) > 1)} "
-                      f"skipped ({what}); resuming from step {step}", file=sys.stderr)
-            return step, state
-        if steps:
-            what = "; ".join(f"{s}: {self.damaged[s]}" for s in reversed(steps))
-            raise CheckpointError(f"no intact checkpoint in {self.path} ({what}); delete the "
-                                  "run directory to start over")
-        return None
+        step, state = next(self.readable_steps(steps[::-1]), (None, None))
+        bad = [s for s in reversed(steps) if step is None or s > step]  # newest first
+        what = "; ".join(f"{s}: {self.damaged[s]}" for s in bad)
+        if step is None:
+            if steps:
+                raise CheckpointError(f"no intact checkpoint in {self.path} ({what}); delete the "
+                                      "run directory to start over")
+            return None
+        record = None if self.readonly else self.digests.load(step)
+        if record is not None and "files" not in record and is_leader():
+            self.digests.add_files(step)  # killed before they were recorded; arrays verified
+        if bad:
+            print(f"lgjax: {self.path}: damaged checkpoint step{'s' * (len(bad) > 1)} "
+                  f"skipped ({what}); resuming from step {step}", file=sys.stderr)
+        return step, state
 
     def restore(self, step: int | None = None) -> train.TrainState:
         """restore_verified(step); step None: the newest intact step."""
@@ -349,8 +337,7 @@ class RunDir:
                 self._finish_pending()
             self.manager.close()
         finally:
-            if self._lock is not None:
-                self._lock.release()
+            self._lock.release()
 
     def __enter__(self):
         return self

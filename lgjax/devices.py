@@ -27,23 +27,14 @@ def is_leader() -> bool:
     return jax.process_index() == 0
 
 
-def _single_process_count(n_seeds: int, devices: int | None) -> int:
-    available = jax.device_count()
-    if devices:
-        if devices > available:
-            raise ConfigError(f"--devices: asked for {devices} but only {available} "
-                              f"{jax.default_backend()} devices exist")
-        if n_seeds % devices:
-            raise ConfigError(f"--devices: {n_seeds} seeds do not split evenly over {devices} "
-                              "devices; pick a device count that divides the seed count")
-        return devices
-    return max(k for k in range(1, available + 1) if n_seeds % k == 0)
-
-
 def _per_process_count(n_seeds: int, devices: int | None, procs: int, local: int) -> int:
-    """Devices per process: every process must hold a block (each runs every program)."""
+    """Devices per process: every process must hold a block (each runs every program). One
+    process: as many as asked for, or as many as divide the seed count."""
     job = f"the job's {procs} processes x {local} devices"
     if devices:
+        if procs == 1 and devices > local:
+            raise ConfigError(f"--devices: asked for {devices} but only {local} "
+                              f"{jax.default_backend()} devices exist")
         if devices % procs or devices > procs * local:
             raise ConfigError(f"--devices: {devices} devices cannot be taken evenly from {job}; "
                               f"give a multiple of {procs} up to {procs * local}, or 0")
@@ -65,10 +56,9 @@ def seed_mesh(n_seeds: int, devices: int | None = None) -> Mesh | None:
     process by process, so process p runs the p-th contiguous block of seeds.
     """
     procs = jax.process_count()
-    if procs == 1:
-        n = _single_process_count(n_seeds, devices)
-        return None if n == 1 else Mesh(np.array(jax.devices()[:n]), (AXIS,))
     per = _per_process_count(n_seeds, devices, procs, jax.local_device_count())
+    if procs == 1 and per == 1:
+        return None
     chosen = [d for p in range(procs)
               for d in [d for d in jax.devices() if d.process_index == p][:per]]
     return Mesh(np.array(chosen), (AXIS,))

@@ -32,24 +32,19 @@ def damaged(run_dir: Path, step: int, reason: str) -> CheckpointError:
 
 
 def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def array_digest(x) -> str:
-    a = np.ascontiguousarray(np.asarray(x))
-    h = hashlib.sha256(f"{a.dtype.str}{a.shape}".encode())
-    h.update(a.tobytes())
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def array_digests(tree) -> dict[str, str]:
     """Leaf path (jax keystr, e.g. ".params['wq']") -> sha256 of dtype, shape and bytes."""
-    leaves = jax.tree_util.tree_leaves_with_path(tree)
-    return {jax.tree_util.keystr(path): array_digest(x) for path, x in leaves}
+    digests = {}
+    for path, x in jax.tree_util.tree_leaves_with_path(tree):
+        a = np.ascontiguousarray(np.asarray(x))
+        h = hashlib.sha256(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a.tobytes())
+        digests[jax.tree_util.keystr(path)] = h.hexdigest()
+    return digests
 
 
 def file_digests(step_dir: Path) -> dict[str, str]:

@@ -10,6 +10,7 @@ Command: lgjax launch --processes 2 --devices-per-process 2 -- multiseed --seeds
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -33,10 +34,6 @@ class Config:
     processes: int = 2  # processes of the job (simulated hosts on this machine)
     devices_per_process: int = 2  # CPU devices each process sees
     command: tuple[str, ...] = field(default=(), metadata={"rest": True})  # lgjax command, after --
-
-
-class JobFailed(RuntimeError):
-    pass
 
 
 def check(cfg: Config) -> None:
@@ -65,12 +62,6 @@ def process_env(cfg: Config, index: int, port: int) -> dict[str, str]:
             "JAX_NUM_PROCESSES": str(cfg.processes), "JAX_PROCESS_ID": str(index)}
 
 
-def describe_exit(code: int) -> str:
-    if code < 0:
-        return f"was killed by {signal.Signals(-code).name}"
-    return f"exited with code {code}"
-
-
 def last_line(log: Path) -> str:
     """The log's last line that is not gloo's connection chatter."""
     lines = [x for x in log.read_text(errors="replace").splitlines()
@@ -91,32 +82,22 @@ def stop(procs: list[subprocess.Popen]) -> None:
             p.wait()
 
 
-def wait_all(procs: list[subprocess.Popen], logs: list[Path | None]) -> None:
-    """Return when every process has succeeded; raise JobFailed at the first failure."""
+def wait_all(procs: list[subprocess.Popen], logs: list[Path | None]) -> str | None:
+    """None once every process has succeeded; at the first failure, after stopping the others,
+    one line naming the process, its exit status and its log."""
     while True:
         codes = [p.poll() for p in procs]
         failed = next((i for i, c in enumerate(codes) if c not in (None, 0)), None)
         if failed is not None:
             stop(procs)
-            where = "output above" if logs[failed] is None else \
-                f"log {logs[failed]}: {last_line(logs[failed])}"
-            raise JobFailed(f"process {failed} of {len(procs)} {describe_exit(codes[failed])}; "
-                            f"stopped the others ({where})")
+            code, log = codes[failed], logs[failed]
+            how = f"was killed by {signal.Signals(-code).name}" if code < 0 else \
+                f"exited with code {code}"
+            where = "output above" if log is None else f"log {log}: {last_line(log)}"
+            return f"process {failed} of {len(procs)} {how}; stopped the others ({where})"
         if all(c == 0 for c in codes):
-            return
+            return None
         time.sleep(POLL_SECONDS)
-
-
-def start(cfg: Config, port: int, logs: list[Path | None], procs: list) -> None:
-    """Start every process into `procs` (filled as they start, so all can be stopped)."""
-    argv = [sys.executable, "-m", "lgjax.cli", *cfg.command]
-    for i, log in enumerate(logs):
-        if log is None:  # process 0 shares our stdout/stderr
-            procs.append(subprocess.Popen(argv, env=process_env(cfg, i, port)))
-            continue
-        with log.open("w") as out:
-            procs.append(subprocess.Popen(argv, env=process_env(cfg, i, port), stdout=out,
-                                          stderr=subprocess.STDOUT))
 
 
 def main(cfg: Config) -> int:
@@ -125,16 +106,20 @@ def main(cfg: Config) -> int:
     port = free_port()
     log_dir = Path(tempfile.mkdtemp(prefix="lgjax-launch-"))
     logs = [None] + [log_dir / f"process-{i}.log" for i in range(1, cfg.processes)]
-    procs = []
+    argv = [sys.executable, "-m", "lgjax.cli", *cfg.command]
+    procs = []  # filled as they start, so that all can be stopped
     try:
-        start(cfg, port, logs, procs)
+        for i, log in enumerate(logs):  # no log: process 0 shares our stdout/stderr
+            with contextlib.nullcontext() if log is None else log.open("w") as out:
+                procs.append(subprocess.Popen(argv, env=process_env(cfg, i, port), stdout=out,
+                                              stderr=None if out is None else subprocess.STDOUT))
         print(f"lgjax launch: {cfg.processes} processes x {cfg.devices_per_process} devices, "
               f"coordinator 127.0.0.1:{port}, pids {' '.join(str(p.pid) for p in procs)}, "
               f"logs of processes 1.. in {log_dir}", file=sys.stderr, flush=True)
-        wait_all(procs, logs)
-    except JobFailed as err:
-        print(f"lgjax launch: {err}", file=sys.stderr)
-        return 1
+        failure = wait_all(procs, logs)
+        if failure is not None:
+            print(f"lgjax launch: {failure}", file=sys.stderr)
+            return 1
     except KeyboardInterrupt:
         stop(procs)
         print("lgjax launch: interrupted; stopped every process", file=sys.stderr)

@@ -37,24 +37,18 @@ def _start_time(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[19]  # field 22; the name in parentheses may hold spaces
 
 
-def _alive(pid: int) -> bool:
+def holder_is_gone(holder: dict) -> bool:
+    """True only when the holder certainly ran on this host and is no longer running."""
+    pid, start = holder.get("pid"), holder.get("start")
+    if holder.get("host") != socket.gethostname() or not isinstance(pid, int):
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return False
+        return True
     except PermissionError:  # exists, owned by someone else
-        return True
-    return True
-
-
-def holder_is_gone(holder: dict) -> bool:
-    """True only when the holder certainly ran on this host and is no longer running."""
-    if holder.get("host") != socket.gethostname() or not isinstance(holder.get("pid"), int):
-        return False
-    if not _alive(holder["pid"]):
-        return True
-    start = holder.get("start")
-    return start is not None and _start_time(holder["pid"]) not in (None, start)
+        pass
+    return start is not None and _start_time(pid) not in (None, start)
 
 
 def describe(holder: dict) -> str:
@@ -82,14 +76,13 @@ def _read(lock: Path) -> dict | None:
     return holder if isinstance(holder, dict) else {"pid": None, "host": "unknown"}
 
 
-def live_holder(run_dir: Path | str) -> dict | None:
-    """The holder of run_dir's lock while it is alive (or cannot be checked); None when free."""
-    run_dir = Path(run_dir)
-    if not (run_dir / LOCK_FILE).exists():
-        return None
-    with _dir_flock(run_dir, exclusive=False):
-        holder = _read(run_dir / LOCK_FILE)
-    return None if holder is None or holder_is_gone(holder) else holder
+def check_unlocked(run_dir: Path) -> None:
+    """RunDirLocked while run_dir's lock has a holder that is alive (or cannot be checked)."""
+    if (run_dir / LOCK_FILE).exists():
+        with _dir_flock(run_dir, exclusive=False):
+            holder = _read(run_dir / LOCK_FILE)
+        if holder is not None and not holder_is_gone(holder):
+            raise refusal(run_dir, holder)
 
 
 def refusal(run_dir: Path, holder: dict) -> RunDirLocked:
@@ -129,11 +122,8 @@ class RunDirLock:
 
     def release(self) -> None:
         """Remove the lock file if it is still ours (idempotent)."""
-        if self.token is None or not self.run_dir.is_dir():  # gone: nothing left to release
-            self.token = None
-            return
-        with _dir_flock(self.run_dir, exclusive=True):
-            holder = _read(self.path)
-            if holder is not None and holder.get("token") == self.token:
-                self.path.unlink()
+        if self.token is not None and self.run_dir.is_dir():  # else nothing is left to release
+            with _dir_flock(self.run_dir, exclusive=True):
+                if (_read(self.path) or {}).get("token") == self.token:
+                    self.path.unlink()
         self.token = None

@@ -114,6 +114,9 @@ def test_every_process_must_hold_a_block_of_seeds():
         devices._per_process_count(1, None, procs=2, local=2)
     with pytest.raises(ConfigError, match="--devices: 3 devices cannot be taken evenly"):
         devices._per_process_count(6, 3, procs=2, local=2)
+    assert devices._per_process_count(6, None, procs=1, local=4) == 3  # one process
+    with pytest.raises(ConfigError, match="--devices: asked for 8 but only 4 "):
+        devices._per_process_count(8, 8, procs=1, local=4)
 
 
 def test_one_process_helpers_are_plain():
