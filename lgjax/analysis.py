@@ -44,7 +44,15 @@ def _rotate_vec(v_D, delta, cfg: ModelConfig):
     return ENCODINGS[cfg.encoding].rotate(v_D[None, None, :], pos, cfg)[0, 0]
 
 
-def _cos(a, b):
+def carrier_profile(q_HxD, k_HxD, L: int, cfg: ModelConfig) -> jax.Array:
+    """q_h^T R_delta k_h per head over delta = -(L-1)..0: [H, L] (R = 1 unless rotary)."""
+    deltas = jnp.asarray(np_offsets(L), jnp.float32)
+    return jax.vmap(lambda q, k: jax.vmap(lambda dl: q @ _rotate_vec(k, dl, cfg))(deltas))(
+        q_HxD, k_HxD)
+
+
+def cosine(a, b) -> jax.Array:
+    a, b = a.ravel(), b.ravel()
     return a @ b / (jnp.linalg.norm(a) * jnp.linalg.norm(b))
 
 
@@ -52,20 +60,18 @@ def head_metrics(params, cfg: ModelConfig, K: int, L: int) -> dict:
     """Content-only mechanism metrics per head; every value has a leading head axis."""
     q_HxMxD, k_HxMxD = _per_head(params, "wq", cfg), _per_head(params, "wk", cfg)
     m_q, m_k = q_HxMxD.mean(1), k_HxMxD.mean(1)
-    deltas = jnp.asarray(np_offsets(L), jnp.float32)
-    profile = jax.vmap(lambda mq, mk: jax.vmap(
-        lambda dl: mq @ _rotate_vec(mk, dl, cfg))(deltas))(m_q, m_k)
+    profile = carrier_profile(m_q, m_k, L, cfg)
     dh = d_head(cfg)
-    wq_HxDxK = params["wq"].reshape(cfg.d, cfg.heads, dh).transpose(1, 0, 2)
-    wk_HxDxK = params["wk"].reshape(cfg.d, cfg.heads, dh).transpose(1, 0, 2)
+    wq_HxDxK, wk_HxDxK = (params[w].reshape(cfg.d, cfg.heads, dh).transpose(1, 0, 2)
+                          for w in ("wq", "wk"))
     w_HxDxD = jnp.einsum("hdk,hek->hde", wq_HxDxK, wk_HxDxK)  # W_Q^T W_K per head
     return {
         "carrier_key": jax.vmap(carrier_fraction)(k_HxMxD),
         "carrier_query": jax.vmap(carrier_fraction)(q_HxMxD),
         "carrier_profile": profile,  # [H, L] over delta = -(L-1)..0
         "carrier_argmax": jnp.argmax(profile, -1) - (L - 1),
-        "align_shifted": jax.vmap(lambda a, b: _cos(a, _rotate_vec(b, -K, cfg)))(m_q, m_k),
-        "align_plain": jax.vmap(_cos)(m_q, m_k),
+        "align_shifted": jax.vmap(lambda a, b: cosine(a, _rotate_vec(b, -K, cfg)))(m_q, m_k),
+        "align_plain": jax.vmap(cosine)(m_q, m_k),
         "sv_energy": jax.vmap(sv_energy)(w_HxDxD),
     }
 

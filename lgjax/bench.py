@@ -21,15 +21,15 @@ import jaxlib
 
 from lgjax import models, tasks, train, transformer
 from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
-from lgjax.study import run_study
+from lgjax.study import RunOptions, run_study
 
 REPEATS = 3
 
 
-def reference_config(encoding: str, seeds: int) -> RunConfig:
+def reference_config(encoding: str, seeds: tuple[int, ...] = (0,)) -> RunConfig:
     """One head, d = 64, m = 20, batch 256, lengths [8, 16], Adam (the spec's reference)."""
     return RunConfig(TaskConfig(), ModelConfig(encoding=encoding),
-                     TrainConfig(batch=256, seeds=tuple(range(seeds))))
+                     TrainConfig(batch=256, seeds=seeds))
 
 
 def _timed(fn, *args) -> tuple[float, object]:
@@ -44,7 +44,7 @@ def _best_of(runner, states, steps: int, repeats: int = REPEATS) -> float:
 
 
 def time_multiseed(encoding: str, seeds: int, steps: int, strategy: str) -> dict:
-    cfg = reference_config(encoding, seeds)
+    cfg = reference_config(encoding, tuple(range(seeds)))
     runner = train.make_chunk_runner(cfg, strategy=strategy)
     states = train.init_states(cfg)
     compile_s, (states, _) = _timed(runner, states, jnp.int32(1))
@@ -57,7 +57,7 @@ def time_multiseed(encoding: str, seeds: int, steps: int, strategy: str) -> dict
 
 def breakdown(encoding: str, reps: int = 300) -> dict:
     """Where one seed-step's time goes: each piece jitted alone, best of 3 x `reps` calls."""
-    cfg = reference_config(encoding, 1)
+    cfg = reference_config(encoding)
     t = cfg.train
     apply = models.make_apply(cfg)
     params = models.init_params(jax.random.key(0), cfg)
@@ -73,15 +73,13 @@ def breakdown(encoding: str, reps: int = 300) -> dict:
     noop = jax.jit(lambda k: k)
 
     def per_call(fn, *args):
-        jax.block_until_ready(fn(*args))
-        best = float("inf")
-        for _ in range(3):
-            t0 = time.perf_counter()
+        def calls():
             for _ in range(reps):
                 out = fn(*args)
-            jax.block_until_ready(out)
-            best = min(best, (time.perf_counter() - t0) / reps)
-        return 1e3 * best
+            return out
+
+        jax.block_until_ready(fn(*args))  # warm up
+        return 1e3 * min(_timed(calls)[0] for _ in range(3)) / reps
 
     return {"dispatch (empty jit call)": per_call(noop, key),
             "sample batch": per_call(sample, key),
@@ -98,8 +96,7 @@ def time_sequential(encoding: str, seeds: int, steps: int) -> dict:
     total = 0.0
     runner = None
     for s in range(seeds):
-        cfg = reference_config(encoding, 1)
-        cfg = RunConfig(cfg.task, cfg.model, TrainConfig(batch=256, seeds=(s,)))
+        cfg = reference_config(encoding, (s,))
         runner = runner or train.make_chunk_runner(cfg, strategy="map")
         states = train.init_states(cfg)
         _timed(runner, states, jnp.int32(5))
@@ -154,8 +151,8 @@ def time_table1(out: Path) -> float:
     from lgjax.experiments import multiseed
 
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = multiseed.Config(run=multiseed.Config().run.__class__(
-            seeds=8, out=str(out / "table1"), ckpt_root=tmp, progress=False))
+        cfg = multiseed.Config(run=RunOptions(seeds=8, out=str(out / "table1"), ckpt_root=tmp,
+                                              progress=False))
         t0 = time.perf_counter()
         run_study(multiseed, cfg)
         return time.perf_counter() - t0
@@ -181,18 +178,17 @@ class Config:
 
 
 def main(cfg: Config) -> dict:
-    steps, torch, table1 = cfg.steps, cfg.torch, cfg.table1
     out_dir = Path(cfg.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = []
     for enc in ("rope", "ape"):
         for S in (1, 8, 32):
             for strategy in {1: ("map",), 8: ("vmap", "map"), 32: ("vmap", "map", "blocks")}[S]:
-                rows.append(time_multiseed(enc, S, steps, strategy))
+                rows.append(time_multiseed(enc, S, cfg.steps, strategy))
         for S in (8, 32):
-            rows.append(time_sequential(enc, S, steps))
-        if torch:
-            row = time_torch(enc, steps)
+            rows.append(time_sequential(enc, S, cfg.steps))
+        if cfg.torch:
+            row = time_torch(enc, cfg.steps)
             if row is None:
                 print("PyTorch reference skipped: torch is not installed "
                       "(pip install '.[bench]')")
@@ -227,7 +223,7 @@ def main(cfg: Config) -> dict:
           f"{tf['seconds_per_step'] * 1e3:.0f} ms/step, {tf['gflop_per_step']:.1f} GFLOP/step, "
           f"{tf['gflops']:.1f} GFLOP/s = {100 * tf['gflops'] / peak:.0f}% of the matmul peak "
           f"{peak:.1f} (compile {tf['compile_s']:.1f} s)")
-    if table1:
+    if cfg.table1:
         summary["table1_seconds"] = time_table1(out_dir)
         print(f"Table-1 workload end to end (rope+ape, 8 seeds, 4000 steps, 7 lengths x 4096, "
               f"checkpoints, compile included): {summary['table1_seconds']:.1f} s")

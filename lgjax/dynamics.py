@@ -38,18 +38,14 @@ def static_metrics(params, cfg: RunConfig, lengths: tuple[int, ...]) -> dict:
 
 
 def _rows_from(metrics: dict, seeds, step: int) -> list[dict]:
+    """One row per seed, and per head of a per-head metric ("margin@16" -> "margin/h0@16")."""
     rows = []
     for name, value in metrics.items():
-        value = np.asarray(value)
-        for s, seed in enumerate(seeds):
-            v = value[s]
-            if v.ndim == 0:
-                rows.append({"seed": seed, "step": step, "metric": name, "value": float(v)})
-            else:
-                base, _, at = name.partition("@")
-                for h, vh in enumerate(v):
-                    label = f"{base}/h{h}" + (f"@{at}" if at else "")
-                    rows.append({"seed": seed, "step": step, "metric": label, "value": float(vh)})
+        base, at, length = name.partition("@")
+        for seed, v in zip(seeds, np.asarray(value)):
+            labels = [name] if v.ndim == 0 else [f"{base}/h{h}{at}{length}" for h in range(len(v))]
+            rows += [{"seed": seed, "step": step, "metric": label, "value": float(x)}
+                     for label, x in zip(labels, np.atleast_1d(v))]
     return rows
 
 

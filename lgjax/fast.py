@@ -34,10 +34,6 @@ def _value_table(params, z_ZxD, cfg):
     return jnp.einsum("zhd,ohd->hzo", v_ZxHxD, u_OxHxD)
 
 
-def _attend(logits_HxL, valid_L, cfg):
-    return attend(logits_HxL, valid_L[None, :], cfg)
-
-
 def rotation_tensor(L: int, freqs_F: np.ndarray) -> np.ndarray:
     """R[l, f, a, b]: the 2x2 rotation by delta_l * theta_f, delta_l = l - (L-1) (a constant)."""
     ang_LxF = np_offsets(L)[:, None] * freqs_F.astype(np.float64)[None, :]
@@ -67,9 +63,8 @@ def relative_tables(content, params, L: int, cfg: ModelConfig):
     tab_UxVxHxL = content(q_UxHxFx2, k_VxHxFx2, L, cfg) * logit_scale(cfg)
     bias_LxH = enc.bias(params, jnp.asarray(-np_offsets(L)), cfg)
     tab_UxVxHxL = tab_UxVxHxL + jnp.broadcast_to(bias_LxH, (L, H)).T
-    U, V = E.shape[0], E.shape[0]
-    tab_UxVxHxL = jnp.broadcast_to(tab_UxVxHxL, (U, V, H, L))
-    flat_NxH = tab_UxVxHxL.transpose(0, 1, 3, 2).reshape(U * V * L, H)
+    tab_UxVxHxL = jnp.broadcast_to(tab_UxVxHxL, (E.shape[0], E.shape[0], H, L))
+    flat_NxH = tab_UxVxHxL.transpose(0, 1, 3, 2).reshape(-1, H)  # rows (u, v, delta)
     return flat_NxH, _value_table(params, E, cfg)
 
 
@@ -85,7 +80,7 @@ def relative_seq(tables, tokens_L, length, cfg: ModelConfig):
     # data-indexed read of the parameter table (its backward is a 4k-entry scatter-add,
     # measured cheaper on XLA CPU than the equivalent one-hot contraction)
     logits_HxL = jnp.take(flat_NxH, (tokens_L[n] * V + rel_tok) * L + pos, axis=0).T
-    att_HxL = _attend(logits_HxL, valid, cfg)
+    att_HxL = attend(logits_HxL, valid[None, :], cfg)
     onehot_LxV = jax.nn.one_hot(rel_tok, V) * valid[:, None]
     out_O = jnp.einsum("hv,hvo->o", att_HxL @ onehot_LxV, val_HxVxO)
     # back to absolute key positions for the caller: t <-> column t - n + L - 1
@@ -113,7 +108,7 @@ def additive_seq(tables, tokens_L, length, cfg: ModelConfig):
     queryhot_Z = keyhot_LxZ[length - 1]
     row_ZxH = jnp.einsum("z,zyh->yh", queryhot_Z, tab_ZxZxH)
     logits_HxL = (keyhot_LxZ @ row_ZxH).T
-    att_HxL = _attend(logits_HxL, pos < length, cfg)
+    att_HxL = attend(logits_HxL, (pos < length)[None, :], cfg)
     out_O = jnp.einsum("hl,lz,hzo->o", att_HxL, keyhot_LxZ, val_HxZxO)
     return out_O, att_HxL
 

@@ -185,13 +185,8 @@ def selector_rotary(c: Constraints, alpha_A, freqs_F) -> jax.Array:
 def trained_rotary(params, d_head_size: int) -> jax.Array:
     """The trained head's (A_i, B_i) = (Wq_i Wk_i^T, Wq_i M Wk_i^T), M the quarter turn: [2,F,D,D]
     (one head; Wq_i the two columns of block i, so the logit is x_n^T A_i x_t cos + ... sin)."""
-    wq = params["wq"][:, :d_head_size].reshape(-1, d_head_size // 2, 2).transpose(1, 0, 2)
-    wk = params["wk"][:, :d_head_size].reshape(-1, d_head_size // 2, 2).transpose(1, 0, 2)
+    wq, wk = (params[w][:, :d_head_size].reshape(-1, d_head_size // 2, 2).transpose(1, 0, 2)
+              for w in ("wq", "wk"))
     M = jnp.array([[0.0, -1.0], [1.0, 0.0]])
     return jnp.stack([jnp.einsum("fdi,fei->fde", wq, wk),
                       jnp.einsum("fdi,ij,fej->fde", wq, M, wk)])
-
-
-def cosine(a, b) -> jax.Array:
-    a, b = a.ravel(), b.ravel()
-    return a @ b / (jnp.linalg.norm(a) * jnp.linalg.norm(b))

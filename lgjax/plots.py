@@ -106,8 +106,7 @@ def decay_figure(res: dict, stem: Path) -> None:
     for K in res["Ks"]:
         r = res[f"K{K}"]
         color = None
-        for s, peak in enumerate(np.asarray(r["peak_height"])):
-            fit = r["fits"][s]
+        for s, (peak, fit) in enumerate(zip(np.asarray(r["peak_height"]), r["fits"])):
             pts = ax.plot(x, 1 / peak, "o", ms=3, color=color,
                           label=f"K={K}" if s == 0 else None)[0]
             color = pts.get_color()

@@ -36,11 +36,10 @@ def make_optimizer(t: TrainConfig) -> optax.GradientTransformation:
     `decay_params` at any depth (the head's "ape", the transformer's "encoding/ape")."""
     parts = []
     if t.weight_decay > 0:
-        def named(path) -> bool:
-            return any(getattr(k, "key", None) in t.decay_params for k in path)
-
         def mask(params):
-            return jax.tree_util.tree_map_with_path(lambda path, _: named(path), params)
+            return jax.tree_util.tree_map_with_path(
+                lambda path, _: any(getattr(k, "key", None) in t.decay_params for k in path),
+                params)
 
         parts.append(optax.add_decayed_weights(t.weight_decay, mask=mask))
     return optax.chain(*parts, optax.scale_by_adam(), optax.scale(-t.lr))
@@ -91,10 +90,9 @@ def resolve_strategy(cfg: RunConfig) -> str:
     return "blocks" if cfg.train.seed_axis == "auto" else cfg.train.seed_axis
 
 
-def seed_blocks(fn: Callable, n_seeds: int, block: int | None = None) -> Callable:
-    """fn(states_S, *rest) as lax.map over blocks of <= `block` seeds, vmapped inside a block."""
-    block = block or SEED_BLOCK
-    b = max(k for k in range(1, min(block, n_seeds) + 1) if n_seeds % k == 0)
+def seed_blocks(fn: Callable, n_seeds: int) -> Callable:
+    """fn(states_S, *rest) as lax.map over blocks of <= SEED_BLOCK seeds, vmapped inside one."""
+    b = max(k for k in range(1, min(SEED_BLOCK, n_seeds) + 1) if n_seeds % k == 0)
     vfn = jax.vmap(fn, in_axes=(0, None))
     if b == n_seeds:
         return vfn

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lgjax import plots
-from lgjax.config import ModelConfig, RunConfig, TaskConfig
+from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig
 from lgjax.encodings import ENCODINGS, RopeOptions
 from lgjax.experiments import common
 from lgjax.study import RunOptions
@@ -46,8 +46,6 @@ def runs(cfg: Config) -> dict[str, RunConfig]:
 
 
 def check(cfg: Config) -> None:
-    from lgjax.config import ConfigError
-
     if cfg.offset_length not in cfg.eval_lengths:
         raise ConfigError(f"--offset-length: {cfg.offset_length} is not one of --eval-lengths "
                           f"{cfg.eval_lengths}; add it there")

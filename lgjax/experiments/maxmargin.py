@@ -17,8 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lgjax import checkpoints, keys, maxmargin, plots, tasks
-from lgjax.config import ModelConfig, RunConfig, TaskConfig
+from lgjax import analysis, checkpoints, keys, maxmargin, plots, tasks
+from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig
 from lgjax.encodings import ENCODINGS, rope_freqs
 from lgjax.experiments import common
 from lgjax.study import RunOptions
@@ -53,8 +53,6 @@ def runs(cfg: Config) -> dict[str, RunConfig]:
 def check(cfg: Config) -> None:
     bad = [s for s in cfg.analyze_steps if not 0 <= s <= cfg.run.steps]
     if bad:
-        from lgjax.config import ConfigError
-
         raise ConfigError(f"--analyze-steps: {bad} outside 0..{cfg.run.steps} (--steps); "
                           "pick checkpoint steps inside the run")
 
@@ -87,7 +85,7 @@ def compare(params, rc: RunConfig, batch: tasks.Batch, iters: int) -> dict:
         sol = maxmargin.solve(maxmargin.gram_additive(c), c.valid_A, iters)
         selector = maxmargin.selector_additive(c, sol.alpha_A)
         trained = params["wq"] @ params["wk"].T
-    return {"cos": maxmargin.cosine(trained, selector), "min_margin": sol.min_margin,
+    return {"cos": analysis.cosine(trained, selector), "min_margin": sol.min_margin,
             "duality_gap": sol.duality_gap, "kkt_residual": sol.kkt_residual,
             "solver_steps": sol.steps, "solver_rounds": sol.rounds}
 

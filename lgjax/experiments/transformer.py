@@ -67,14 +67,15 @@ def offset_profile(mean_att_QxK: np.ndarray, K: int) -> np.ndarray:
     L = mean_att_QxK.shape[-1]
     prof = np.zeros(L)
     for j, delta in enumerate(range(-(L - 1), 1)):
-        rows = [i for i in range(max(K, -delta), L)]
+        rows = range(max(K, -delta), L)
         prof[j] = np.mean([mean_att_QxK[i, i + delta] for i in rows]) if rows else 0.0
     return prof
 
 
 def make_evaluator(rc: RunConfig, lengths, n_eval: int):
-    """evaluate(params, key_data) -> per-length metrics of one seed. One compiled apply for
-    every seed and length: each length is padded to the longest one."""
+    """evaluate(states) -> every seed's per-length metrics. One compiled apply for every seed
+    and length: each length is padded to the longest one. In a job of several processes each
+    evaluates its block of seeds."""
     apply = jax.jit(transformer.apply_with_keys(rc.model, *models.vocab_sizes(rc)))
     Lpad = max(lengths)
 
@@ -98,13 +99,11 @@ def make_evaluator(rc: RunConfig, lengths, n_eval: int):
                              for h in range(rc.model.heads)] for l in range(rc.model.layers)],
         }
 
-    return lambda params, key_data: {L: one_length(params, key_data, L) for L in lengths}
+    def one_seed(states, s: int) -> dict:
+        params, key_data = jax.tree.map(lambda x: x[s], states.params), np.asarray(states.key[s])
+        return {L: one_length(params, key_data, L) for L in lengths}
 
-
-def evaluate_seeds(evaluate_seed, states, n_seeds: int) -> list[dict]:
-    """Every seed's metrics; in a job of several processes each evaluates its block of seeds."""
-    return map_seeds(lambda s: evaluate_seed(jax.tree.map(lambda x: x[s], states.params),
-                                             np.asarray(states.key[s])), n_seeds)
+    return lambda states: map_seeds(lambda s: one_seed(states, s), len(rc.train.seeds))
 
 
 def shift_head(per_length: dict, K: int, L: int) -> tuple[int, int]:
@@ -122,8 +121,7 @@ def measure(cfg: Config, trained: dict) -> dict:
                L: min(1.0, (cfg.train_lengths[1] - cfg.K) / (L - cfg.K))
                for L in cfg.eval_lengths}}
     for name, t in trained.items():
-        evaluate_seed = make_evaluator(t.config, eval_lengths(cfg), cfg.run.eval_sequences)
-        per_seed = evaluate_seeds(evaluate_seed, t.states, cfg.run.seeds)
+        per_seed = make_evaluator(t.config, eval_lengths(cfg), cfg.run.eval_sequences)(t.states)
         heads = [shift_head(ps, cfg.K, max(cfg.profile_lengths)) for ps in per_seed]
         res[Path(name).name] = {
             **{k: [[ps[L][k] for L in cfg.eval_lengths] for ps in per_seed]  # [seeds, lengths]

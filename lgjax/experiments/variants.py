@@ -66,9 +66,7 @@ def mode_profile_peaks(params, cfg: RunConfig, L: int) -> np.ndarray:
     m, H = cfg.task.vocab, cfg.model.heads
     q = (params["embed"][m:m + 2] @ params["wq"]).reshape(2, H, d_head(cfg.model))
     k_mean = (params["embed"][:m] @ params["wk"]).mean(0).reshape(H, d_head(cfg.model))
-    deltas = jnp.arange(-(L - 1), 1, dtype=jnp.float32)
-    prof = jax.vmap(lambda qm: jax.vmap(lambda qh, kh: jax.vmap(
-        lambda dl: qh @ analysis._rotate_vec(kh, dl, cfg.model))(deltas))(qm, k_mean))(q)
+    prof = jax.vmap(lambda qm: analysis.carrier_profile(qm, k_mean, L, cfg.model))(q)
     return np.asarray(jnp.argmax(prof, -1) - (L - 1))
 
 
