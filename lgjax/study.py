@@ -158,13 +158,6 @@ def train_one(rc: RunConfig | grid.Grid, run_dir: Path, opts: RunOptions, label:
     return Trained(rc, states, run_dir, time.perf_counter() - t0)
 
 
-def write_json(result: dict, out: Path) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "results.json"
-    path.write_text(json.dumps(result, indent=1, default=jsonable))
-    return path
-
-
 def jsonable(x):
     if hasattr(x, "tolist"):
         return np.asarray(x).tolist()
@@ -196,7 +189,9 @@ def run_study(module: ModuleType, cfg) -> dict:
     if not is_leader():  # the other processes of a job computed the same result
         return result
     out = out_dir(module, cfg)
-    written = [write_json(result, out).name]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(result, indent=1))  # plain JSON already
+    written = ["results.json"]
     if hasattr(module, "write_extra"):
         written += module.write_extra(result, out)
     if hasattr(module, "figure"):

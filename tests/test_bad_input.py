@@ -24,6 +24,10 @@ CASES = [  # (argv, what the one line must name)
     (["multiseed", "--out", "a_file"], "--out"),  # a file where a folder is needed
     (["dynamics", "/nonexistent/run"], "/nonexistent/run"),
     (["multiseed", "--steps", "x"], "--steps"),
+    # --out is checked before the analysis, the measuring or the bootstraps, not after them
+    (["dynamics", "/nonexistent/run", "--out", "a_file"], "--out"),
+    (["contract-report", "ckroot", "--out", "a_file"], "--out"),
+    (["realizability-report", "nowhere", "--out", "a_file"], "--out"),
 ]
 
 
@@ -31,7 +35,8 @@ CASES = [  # (argv, what the one line must name)
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, argv, field):
     ck = tmp_path / "ck"
     (tmp_path / "a_file").write_text("not a folder")
-    extra = [] if argv[0] == "dynamics" else ["--ckpt-root", str(ck)]
+    (tmp_path / "ckroot" / "contract").mkdir(parents=True)  # a contract-train --ckpt-root
+    extra = ["--ckpt-root", str(ck)] if argv[0] in ("multiseed", "transformer") else []
     proc = subprocess.run([sys.executable, "-m", "lgjax.cli", *argv, *extra],
                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
     lines = [line for line in proc.stderr.splitlines() if line.strip()]

@@ -39,6 +39,7 @@ from lgjax.contract_verdicts import (
     winners,
 )
 from lgjax.report import markdown_table
+from lgjax.study import check_writable
 
 # ---- text ----------------------------------------------------------------------------------
 
@@ -249,7 +250,9 @@ def main(cfg: Config) -> None:
         path = src if src.suffix == ".json" else src / "results.json"
         result, out = json.loads(path.read_text()), Path(cfg.out or path.parent)
     elif (src / "contract").is_dir():
-        result, out = measure_root(src, cfg), Path(cfg.out or src / "report")
+        out = Path(cfg.out or src / "report")
+        check_writable(out, "--out")  # before measuring the runs, not after it
+        result = measure_root(src, cfg)
     else:
         raise ConfigError(f"source: {src} holds neither results.json nor contract/<task>/"
                           "<scheme> run directories; pass a contract-train --out or --ckpt-root")

@@ -30,6 +30,7 @@ import numpy as np
 
 from lgjax import stats
 from lgjax.config import ConfigError
+from lgjax.study import check_writable
 
 CORE_TASKS = ("prev", "skip-2", "skip-3", "skip-5", "copy", "reverse", "first")  # main grid
 EXPECTED_MAIN = 5 * 7 * 5 * 5  # PE x core tasks x lengths x seeds, per tier (x 3 tiers = 2625)
@@ -326,8 +327,9 @@ def sweep_tables(result: dict) -> list[str]:
 def main(cfg: Config) -> dict:
     if not cfg.results:
         raise ConfigError("results: give the realizability-train results (results.json or folder)")
-    result = report(cfg)
     out = Path(cfg.out)
+    check_writable(out, "--out")  # before the bootstraps, not after them
+    result = report(cfg)
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(result, indent=1))
     from lgjax.experiments import realizability_figures
