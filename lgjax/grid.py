@@ -71,8 +71,7 @@ def check(grid: Grid, eval_lengths: tuple[int, ...] = ()) -> None:
                           "launch (or one program per host with its own --ckpt-root)")
     if not grid.tasks:
         raise ConfigError("tasks: a grid needs at least one task")
-    if grid.layout not in LAYOUTS:
-        raise ConfigError(f"--layout: use one of {sorted(LAYOUTS)}, not {grid.layout!r}")
+    check_layout(grid.layout)
     for t in range(len(grid.tasks)):
         validate(grid.cell_config(t), eval_lengths)
     sizes = {models.vocab_sizes(grid.cell_config(t)) for t in range(len(grid.tasks))}
@@ -127,14 +126,18 @@ def _flat(run_one: Callable, grid: Grid) -> Callable:
 LAYOUTS: dict[str, Callable] = {"serial": _serial, "tasks": _by_task, "flat": _flat}
 
 
+def check_layout(layout: str) -> None:
+    if layout not in LAYOUTS:
+        raise ConfigError(f"--layout: unknown layout {layout!r}; use one of {sorted(LAYOUTS)}")
+
+
 def make_grid_runner(grid: Grid, layout: str | None = None,
                      wrap: Callable = lambda f: f) -> Callable:
     """jit(states_C, n_steps) -> (states_C, mean loss per cell over the chunk), cells laid out
     as `layout` says (default: grid.layout). `wrap` decorates the traced function (tests pass
     chex.assert_max_traces(n=1))."""
     layout = layout or grid.layout
-    if layout not in LAYOUTS:
-        raise ConfigError(f"--layout: unknown layout {layout!r}; use one of {sorted(LAYOUTS)}")
+    check_layout(layout)
     t = grid.train
     cfg = grid.cell_config(0)
     samplers = [lambda key, k=k: tasks.sample_batch(k, key, t.batch, t.lmin, t.lmax, t.lmax)

@@ -81,14 +81,19 @@ def program_grid(cfg: Config, tier: str, encoding: str) -> grid.Grid:
                      layout=cfg.layout)
 
 
+def program_name(cfg: Config, tier: str, encoding: str) -> str:
+    """The program's run directory under --ckpt-root."""
+    return f"{cfg.name}/{tier}/{encoding}"
+
+
 def programs(cfg: Config) -> dict[str, tuple[str, str, grid.Grid]]:
     """Every program, tier-major: {run name: (tier, encoding, grid)}."""
-    return {f"{cfg.name}/{tier}/{enc}": (tier, enc, program_grid(cfg, tier, enc))
+    return {program_name(cfg, tier, enc): (tier, enc, program_grid(cfg, tier, enc))
             for tier in cfg.tiers for enc in cfg.encodings}
 
 
 def program_dir(cfg: Config, tier: str, encoding: str) -> Path:
-    return Path(cfg.run.ckpt_root) / cfg.name / tier / encoding
+    return Path(cfg.run.ckpt_root) / program_name(cfg, tier, encoding)
 
 
 def eval_lengths(cfg: Config) -> tuple[int, ...]:
@@ -132,8 +137,10 @@ def runs(cfg: Config) -> dict[str, grid.Grid]:
             if measured(cfg, Path(cfg.run.ckpt_root) / name, g) is None}
 
 
-def measure_program(cfg: Config, tier: str, enc: str, t: Trained) -> dict:
-    """Evaluate every cell and save the result in the program's folder (its results.json)."""
+def on_trained(cfg: Config, name: str, t: Trained) -> None:
+    """Measure a program as soon as it is trained and save that in its folder (results.json):
+    a job killed later keeps it."""
+    tier, enc, _ = programs(cfg)[name]
     t0 = time.perf_counter()
     ev = grid.evaluate_grid(t.config, t.states.params, eval_lengths(cfg),
                             cfg.run.eval_sequences, new_from=cfg.L0)
@@ -145,13 +152,6 @@ def measure_program(cfg: Config, tier: str, enc: str, t: Trained) -> dict:
            "eval_seconds": time.perf_counter() - t0, "eval_sequences": cfg.run.eval_sequences,
            "grid": json.loads(t.config.to_json())}
     (t.run_dir / PROGRAM_RESULTS).write_text(json.dumps(res, indent=1))
-    return res
-
-
-def on_trained(cfg: Config, name: str, t: Trained) -> None:
-    """Measure a program as soon as it is trained: a job killed later keeps it."""
-    tier, enc, _ = programs(cfg)[name]
-    measure_program(cfg, tier, enc, t)
 
 
 def measure(cfg: Config, trained: dict[str, Trained]) -> dict:
