@@ -26,9 +26,9 @@ import jax.numpy as jnp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lgjax import grid, train, transformer  # noqa: E402
-from lgjax.bench import matmul_peak  # noqa: E402
 from lgjax.config import RunConfig  # noqa: E402
-from lgjax.experiments import realizability_train as rt  # noqa: E402
+from lgjax.harness.bench import matmul_peak  # noqa: E402
+from lgjax.studies.realizability import train as rt  # noqa: E402
 
 
 def best_chunk(runner, states, steps: int, repeats: int) -> tuple[float, float]:

@@ -8,7 +8,7 @@ after another, the PyTorch eager reference, the fp32 matmul peak and the Table-1
 
 import sys
 
-from lgjax.cli import main
+from lgjax.harness.cli import main
 
 if __name__ == "__main__":
     sys.exit(main(["bench", *sys.argv[1:]]))

@@ -8,7 +8,8 @@ set -u
 T=$(realpath "$1"); O=$(realpath -m "$2"); rm -rf "$O"; mkdir -p "$O"
 PY=${PYTHON:-python3}
 cd "$T"; export PYTHONPATH=$T  # this tree's lgjax, whatever is installed
-run() { echo "== $*" >> "$O/log"; "$PY" -m lgjax.cli "$@" >> "$O/log" 2>&1; echo "rc=$? $*" >> "$O/rcs"; }
+M=lgjax; [ -f lgjax/__main__.py ] || M=lgjax.cli  # trees from before the harness/ package
+run() { echo "== $*" >> "$O/log"; "$PY" -m $M "$@" >> "$O/log" 2>&1; echo "rc=$? $*" >> "$O/rcs"; }
 run reproduce implicit-bias --quick --out "$O/repro" --ckpt-root "$O/ck" --no-progress
 run dynamics "$O/ck/quick/multiseed-K1/rope" --out "$O/dyn" --lengths 8,12
 run realizability-alpha --out "$O/alpha" --steps 200 --sweep-nums 4 --sweep-bases 10000 \

@@ -39,7 +39,7 @@ from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig  # noqa
 
 CHILD = """
 import sys, time
-from lgjax import driver
+from lgjax.checkpoints import driver
 from lgjax.config import RunConfig
 cfg = RunConfig.from_json(open(sys.argv[1]).read())
 tick = lambda step, *_: print(f"step {step}", flush=True)

@@ -12,9 +12,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lgjax import checkpoints, keys, maxmargin, tasks
+from lgjax import checkpoints, keys, tasks
 from lgjax.encodings import rope_freqs
-from lgjax.experiments.maxmargin import active_constraints
+from lgjax.studies.implicit_bias import selector as maxmargin
+from lgjax.studies.implicit_bias.maxmargin import active_constraints
 
 
 def plain_fista(G, valid_A, iters):
@@ -53,7 +54,7 @@ def main(run_dir: str, step: int | None = None, n_seqs: int = 256) -> None:
         c = maxmargin.Constraints(*(x[keep] for x in c))
         G = maxmargin.gram_rotary(c, freqs, t.lmax)
         for name, solve in (("plain FISTA x3000", jax.jit(lambda G, v: plain_fista(G, v, 3000))),
-                            ("lgjax.maxmargin.solve", jax.jit(maxmargin.solve))):
+                            ("selector.solve", jax.jit(maxmargin.solve))):
             jax.block_until_ready(solve(G, c.valid_A))  # compile
             t0 = time.perf_counter()
             sol = jax.block_until_ready(solve(G, c.valid_A))

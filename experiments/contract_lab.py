@@ -7,7 +7,7 @@ lgjax/experiments/contract_lab.py; `lgjax contract-lab --help` lists every flag.
 
 import sys
 
-from lgjax.cli import main
+from lgjax.harness.cli import main
 
 if __name__ == "__main__":
     sys.exit(main(["contract-lab", *sys.argv[1:]]))

@@ -25,7 +25,7 @@ mkdir -p "$OUTDIR" "$ROOT/logs"
 
 train() {  # train NAME-OF-LOG realizability-train flags...
   local log=$1; shift
-  timeout "$BUDGET" "$PY" -m lgjax.cli realizability-train --layout flat --resume \
+  timeout "$BUDGET" "$PY" -m lgjax.harness.cli realizability-train --layout flat --resume \
     --ckpt-root "$ROOT/rz" "$@" >"$ROOT/logs/$log.log" 2>&1
 }
 
@@ -42,7 +42,7 @@ done
 done) &
 train scale-check --vocab 64 --d 128 --seeds 2 --name realizability-scale \
   --out "$ROOT/out/scale-check" "$@" &
-timeout "$BUDGET" "$PY" -m lgjax.cli reproduce implicit-bias --only transformer --no-progress \
+timeout "$BUDGET" "$PY" -m lgjax.harness.cli reproduce implicit-bias --only transformer --no-progress \
   ${LGJAX_TRANSFORMER_FLAGS:-} --ckpt-root "$ROOT/tf" --out "$ROOT/reproduce" \
   >"$ROOT/logs/transformer.log" 2>&1 &
 wait

@@ -10,7 +10,7 @@ selected offset equal to -K in every seed x length cell.
 
 import sys
 
-from lgjax.cli import main
+from lgjax.harness.cli import main
 
 if __name__ == "__main__":
     sys.exit(main(["multiseed", *sys.argv[1:]]))

@@ -7,7 +7,7 @@ lgjax/experiments/prop1.py; `lgjax prop1 --help` lists every flag.
 
 import sys
 
-from lgjax.cli import main
+from lgjax.harness.cli import main
 
 if __name__ == "__main__":
     sys.exit(main(["prop1", *sys.argv[1:]]))

@@ -7,7 +7,7 @@ lgjax/experiments/shift.py; `lgjax shift --help` lists every flag.
 
 import sys
 
-from lgjax.cli import main
+from lgjax.harness.cli import main
 
 if __name__ == "__main__":
     sys.exit(main(["shift", *sys.argv[1:]]))

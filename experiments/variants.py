@@ -7,7 +7,7 @@ lgjax/experiments/variants.py; `lgjax variants --help` lists every flag.
 
 import sys
 
-from lgjax.cli import main
+from lgjax.harness.cli import main
 
 if __name__ == "__main__":
     sys.exit(main(["variants", *sys.argv[1:]]))

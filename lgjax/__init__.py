@@ -1,3 +1,33 @@
-"""lgjax: length generalization of attention under positional encodings, in JAX."""
+"""lgjax: length generalization of attention under positional encodings, in JAX.
+
+The public face (each name imported on first use, so `lgjax --help` stays fast):
+  register_encoding, register_task      a user's encodings and tasks (lgjax.plugins)
+  Encoding, Task                        what they register (lgjax.encodings, lgjax.tasks)
+  RunConfig, TaskConfig, ModelConfig, TrainConfig, ConfigError   configs (lgjax.config)
+  run_study, RunOptions                 the harness (lgjax.harness.study)
+  open_run                              a run directory's config and checkpoints
+"""
+
+import importlib
 
 __version__ = "0.1.0"
+
+_PUBLIC = {
+    "register_encoding": "lgjax.plugins", "register_task": "lgjax.plugins",
+    "Encoding": "lgjax.encodings", "Task": "lgjax.tasks",
+    "RunConfig": "lgjax.config", "TaskConfig": "lgjax.config", "ModelConfig": "lgjax.config",
+    "TrainConfig": "lgjax.config", "ConfigError": "lgjax.config",
+    "run_study": "lgjax.harness.study", "RunOptions": "lgjax.harness.study",
+    "open_run": "lgjax.checkpoints",
+}
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'lgjax' has no attribute {name!r}")
+    return getattr(importlib.import_module(_PUBLIC[name]), name)
+
+
+def __dir__():
+    return sorted({*globals(), *_PUBLIC})

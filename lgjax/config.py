@@ -13,6 +13,7 @@ from typing import Any
 
 from lgjax.encodings import ENCODINGS
 from lgjax.errors import ConfigError, require
+from lgjax.tasks import TASKS
 
 __all__ = ["ConfigError", "ModelConfig", "RunConfig", "TaskConfig", "TrainConfig", "require"]
 
@@ -28,17 +29,63 @@ FLAT_OPTIONS = {
 }
 
 
+def _options(kind: str, registry: dict, name: str, given, field: str):
+    """The entry's options: `given` if it is of the entry's options type, its defaults if None.
+    An unknown name is validate()'s to report (None stays)."""
+    entry = registry.get(name)
+    if entry is None or given is not None and type(given) is entry.options:
+        return given
+    require(given is None, field, f"{kind} {name!r} takes {entry.options.__name__}, not "
+            f"{type(given).__name__}; pass {field.split('.')[-1]}={entry.options.__name__}(...) "
+            "or leave it out for its defaults")
+    return entry.options()
+
+
+def plugin_modules(encodings, tasks) -> list[str]:
+    """The modules outside the core that registered these encodings and tasks: a run records
+    them with its config (lgjax.plugins) so that reading it later imports them first."""
+    mods = {ENCODINGS.providers.get(e) for e in encodings} | {TASKS.providers.get(t) for t in tasks}
+    return sorted(m for m in mods if m and m not in ("lgjax.encodings", "lgjax.tasks", "__main__"))
+
+
+def _known(kind: str, registry: dict, name: str, field: str):
+    if name not in registry:
+        raise ConfigError(f"{field}: unknown {kind} {name!r} in a saved config; this lgjax knows "
+                          f"{sorted(registry)} (a plugin's {kind}: pass --plugin with its module)")
+    return registry[name]
+
+
 @dataclass(frozen=True)
 class TaskConfig:
     name: str = "fixed_offset"  # key in lgjax.tasks.TASKS
     vocab: int = 20  # m: number of content tokens (uniform i.i.d.)
-    offset: int = 1  # fixed_offset, shift, skip: row i reads i - offset; two_offset: 1st mode
-    offset2: int = 3  # two_offset: the offset the second mode token picks
-    slot: int = 2  # pos: every row i > slot reads the absolute position `slot`
-    anchor_slot: int = 2  # absolute_anchor: the label is the content token at this slot (0 = first)
-    copy_offset: int = 3  # offset_copy: the label is the token this many positions before the query
-    period: int = 5  # periodic_marker: record length P; the label is the query's phase (chance 1/P)
-    pad_prefix: int = 0  # contract tasks: PAD tokens before the content (0 in training)
+    # the task's knobs: an instance of TASKS[name].options (None: its defaults), e.g.
+    # TaskConfig("skip", opts=OffsetOptions(offset=3))
+    opts: Any = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "opts", _options("task", TASKS, self.name, self.opts,
+                                                  "task.opts"))
+
+    @staticmethod
+    def of(name: str, vocab: int = 20, **knobs) -> TaskConfig:
+        """TaskConfig(name, vocab, TASKS[name].options(**knobs)): the knobs by keyword."""
+        entry = TASKS.get(name)
+        if entry is None:
+            return TaskConfig(name, vocab)
+        known = {f.name for f in dataclasses.fields(entry.options)}
+        require(set(knobs) <= known, "task.opts", f"task {name!r} takes "
+                f"{sorted(known) or 'no knobs'}, not {sorted(set(knobs) - known)}")
+        return TaskConfig(name, vocab, entry.options(**knobs))
+
+    @staticmethod
+    def from_dict(d: dict) -> TaskConfig:
+        """The JSON form, or the flat form of configs saved before the tasks owned their knobs
+        (every task's knobs on every task; those of other tasks never affected it)."""
+        entry = _known("task", TASKS, d["name"], "task.name")
+        known = {f.name for f in dataclasses.fields(entry.options)}
+        flat = {k: v for k, v in d.items() if k in known}
+        return TaskConfig(d["name"], d.get("vocab", 20), entry.options(**d.get("opts", flat)))
 
 
 @dataclass(frozen=True)
@@ -56,26 +103,18 @@ class ModelConfig:
     enc: Any = None
 
     def __post_init__(self):
-        entry = ENCODINGS.get(self.encoding)  # an unknown name is validate()'s to report
-        if entry is None:
-            return
-        if self.enc is None:
-            object.__setattr__(self, "enc", entry.options())
-        require(type(self.enc) is entry.options, "model.enc", f"encoding {self.encoding!r} "
-                f"takes {entry.options.__name__}, not {type(self.enc).__name__}; pass "
-                f"enc={entry.options.__name__}(...) or leave enc out for its defaults")
+        object.__setattr__(self, "enc", _options("encoding", ENCODINGS, self.encoding, self.enc,
+                                                 "model.enc"))
 
     @staticmethod
     def from_dict(d: dict) -> ModelConfig:
         """The JSON form, or the flat form of configs saved before (see FLAT_OPTIONS)."""
         name = d["encoding"]
-        if name not in ENCODINGS:
-            raise ConfigError(f"model.encoding: unknown encoding {name!r} in a saved config; "
-                              f"this lgjax knows {sorted(ENCODINGS)}")
+        entry = _known("encoding", ENCODINGS, name, "model.encoding")
         flat = {FLAT_OPTIONS[k][1]: v for k, v in d.items()
                 if k in FLAT_OPTIONS and FLAT_OPTIONS[k][0] == name}
         fields = {k: v for k, v in d.items() if k not in FLAT_OPTIONS}
-        return ModelConfig(**fields | {"enc": ENCODINGS[name].options(**d.get("enc", flat))})
+        return ModelConfig(**fields | {"enc": entry.options(**d.get("enc", flat))})
 
 
 @dataclass(frozen=True)
@@ -101,14 +140,16 @@ class RunConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
 
     def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+        plugins = plugin_modules([self.model.encoding], [self.task.name])
+        return json.dumps(dataclasses.asdict(self) | ({"plugins": plugins} if plugins else {}),
+                          indent=2, sort_keys=True)
 
     @staticmethod
     def from_dict(d: dict) -> RunConfig:
         train = dict(d["train"])
         train["seeds"] = tuple(train["seeds"])
         train["decay_params"] = tuple(train["decay_params"])
-        return RunConfig(TaskConfig(**d["task"]), ModelConfig.from_dict(d["model"]),
+        return RunConfig(TaskConfig.from_dict(d["task"]), ModelConfig.from_dict(d["model"]),
                          TrainConfig(**train))
 
     @staticmethod

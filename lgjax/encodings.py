@@ -17,11 +17,12 @@ base and scale, the APE table's size, ...); `ModelConfig.enc` holds the chosen e
 options, and its behaviours read them as `cfg.enc.<option>`. Adding an encoding, knobs and all,
 is one options dataclass and one entry in ENCODINGS; the heads and the trainer never read its
 name.
-An encoding defined outside the package registers the same way, at import of its own module:
-  from lgjax.encodings import ENCODINGS, Encoding, bias_kernel
-  ENCODINGS["my_bias"] = Encoding("bias", bias_kernel(my_bias), init=my_init, bias=my_bias)
-and `lgjax contract-lab --encoding-module my_pkg.my_module` imports it and profiles its kernel
-(tests/example_encoding.py is one). The kernels follow jax's float width (`float_dtype`):
+An encoding defined outside the package registers at import of its own module:
+  lgjax.register_encoding("my_bias", Encoding("bias", bias_kernel(my_bias), init=my_init,
+                                              bias=my_bias))
+and `lgjax --plugin my_pkg.my_module <command>` imports it first, checks the entry against this
+interface and records the module with the runs (lgjax.plugins; tests/example_encoding.py is one).
+The kernels follow jax's float width (`float_dtype`):
 float32 in training, float64 under `jax.enable_x64(True)`, where the contract lab reads them.
 """
 
@@ -30,16 +31,18 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from lgjax.errors import require
+from lgjax.registry import Registry
 
-if TYPE_CHECKING:  # config.py imports this registry (for the options' defaults)
-    from lgjax.config import ModelConfig, TrainConfig
+# lgjax.config's ModelConfig and TrainConfig, as the behaviours' signatures name them (config
+# imports this registry for the options' defaults, so this module imports nothing of config)
+ModelConfig = TrainConfig = Any
 
 Params = dict
 
@@ -322,7 +325,7 @@ def _validate_clip(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
     require(m.enc.clip > 0, "model.enc.clip", "must be > 0")
 
 
-ENCODINGS: dict[str, Encoding] = {
+ENCODINGS: Registry = Registry("encoding", {
     "ape": Encoding("additive", additive_kernel(ape_table, lambda c: c.enc.size), init=ape_init,
                     embed=ape_table, validate=_validate_ape, options=ApeOptions,
                     horizon=ape_horizon,
@@ -339,7 +342,7 @@ ENCODINGS: dict[str, Encoding] = {
     "relclip": Encoding("bias", bias_kernel(clip_bias), init=clip_init, bias=clip_bias,
                         validate=_validate_clip, options=RelClipOptions),
     "nope": Encoding("none", zero_kernel),
-}
+})
 
 
 def np_offsets(L: int) -> np.ndarray:

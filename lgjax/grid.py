@@ -10,9 +10,10 @@ wide vmap for an accelerator. Cell (t, s) takes its keys from seed s exactly as 
 does for task t alone, so it trains the same inside the grid as alone (up to vmap's float
 reassociation).
 
-`train_program` adds checkpoints in one run directory per grid (`lgjax.checkpoints`: the grid as
+`train_program` adds checkpoints in one run directory per grid (lgjax.checkpoints: the grid as
 config.json, orbax steps, digests, a lock), so a killed program resumes from its newest intact
-checkpoint; `evaluate_grid` measures every cell. `lgjax.study` trains a Grid like a RunConfig.
+checkpoint; `evaluate_grid` measures every cell. lgjax.harness.study trains a Grid like a
+RunConfig.
 """
 
 from __future__ import annotations
@@ -30,7 +31,14 @@ import numpy as np
 
 from lgjax import evaluate, models, tasks, train
 from lgjax.checkpoints import RunDir
-from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.config import (
+    ConfigError,
+    ModelConfig,
+    RunConfig,
+    TaskConfig,
+    TrainConfig,
+    plugin_modules,
+)
 from lgjax.keys import DATA, stream
 from lgjax.validation import validate
 
@@ -54,7 +62,9 @@ class Grid:
 
     def to_json(self) -> str:
         saved = {k: v for k, v in dataclasses.asdict(self).items() if k != "layout"}
-        return json.dumps(saved, indent=2, sort_keys=True)
+        plugins = plugin_modules([self.model.encoding], [k.name for k in self.tasks])
+        return json.dumps(saved | ({"plugins": plugins} if plugins else {}), indent=2,
+                          sort_keys=True)
 
     @staticmethod
     def from_json(text: str) -> Grid:
@@ -153,8 +163,9 @@ def make_grid_runner(grid: Grid, layout: str | None = None,
 
 
 def cell_names(grid: Grid) -> list[str]:
-    return [f"{k.name}(offset={k.offset}, slot={k.slot}) seed {s}"
-            for k in grid.tasks for s in grid.train.seeds]
+    knobs = lambda k: ", ".join(f"{f.name}={getattr(k.opts, f.name)}"
+                                for f in dataclasses.fields(k.opts))
+    return [f"{k.name}({knobs(k)}) seed {s}" for k in grid.tasks for s in grid.train.seeds]
 
 
 def boundaries(t: TrainConfig, start: int) -> list[int]:

@@ -1,10 +1,11 @@
 """An encoding defined outside lgjax, registered at import (the call README's "Add an encoding"
-shows). With this folder on PYTHONPATH, `lgjax contract-lab --encoding-module example_encoding`
-imports it and prints its contract profile among the registered encodings."""
+shows). With this folder on PYTHONPATH, `lgjax contract-lab --plugin example_encoding` imports it
+and prints its contract profile among the registered encodings."""
 
 import jax.numpy as jnp
 
-from lgjax.encodings import ENCODINGS, Encoding, bias_kernel, float_dtype
+import lgjax
+from lgjax.encodings import Encoding, bias_kernel, float_dtype
 
 
 def log_bias(params, dist, cfg):
@@ -13,4 +14,4 @@ def log_bias(params, dist, cfg):
     return jnp.repeat(penalty[..., None], cfg.heads, axis=-1)
 
 
-ENCODINGS["log_bias"] = Encoding("bias", bias_kernel(log_bias), bias=log_bias)
+lgjax.register_encoding("log_bias", Encoding("bias", bias_kernel(log_bias), bias=log_bias))

@@ -3,8 +3,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lgjax import analysis, driver, dynamics, models
-from lgjax.cli import main
+from lgjax import models
+from lgjax.checkpoints import driver
+from lgjax.harness.cli import main
+from lgjax.studies.implicit_bias import analysis, dynamics
 from tests.conftest import tiny
 
 

@@ -17,7 +17,7 @@ CASES = [  # (argv, what the one line must name)
     (["multiseed", "--encodings", "ape", "--eval-lengths", "12,80"], "model.enc.size"),
     (["multiseed", "--d", "15", "--encodings", "rope"], "model.d"),
     (["multiseed", "--d", "30", "--heads", "4"], "model.d"),
-    (["multiseed", "--K", "8", "--train-lengths", "8,16"], "task.offset"),
+    (["multiseed", "--K", "8", "--train-lengths", "8,16"], "task.opts.offset"),
     (["multiseed", "--encodings", "nosuch"], "model.encoding"),
     (["transformer", "--lr=-1e-3"], "train.lr"),
     (["transformer", "--lr", "nan"], "train.lr"),
@@ -37,7 +37,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, argv, field):
     (tmp_path / "a_file").write_text("not a folder")
     (tmp_path / "ckroot" / "contract").mkdir(parents=True)  # a contract-train --ckpt-root
     extra = ["--ckpt-root", str(ck)] if argv[0] in ("multiseed", "transformer") else []
-    proc = subprocess.run([sys.executable, "-m", "lgjax.cli", *argv, *extra],
+    proc = subprocess.run([sys.executable, "-m", "lgjax", *argv, *extra],
                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode == 2, proc.stderr

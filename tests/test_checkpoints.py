@@ -9,7 +9,8 @@ import time
 import chex
 import pytest
 
-from lgjax import checkpoints, driver, train
+from lgjax import checkpoints, train
+from lgjax.checkpoints import driver
 from lgjax.config import ConfigError
 from tests.conftest import tiny
 
@@ -22,7 +23,7 @@ TRAIN = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {root!r})
     from tests.conftest import tiny
-    from lgjax import driver
+    from lgjax.checkpoints import driver
     # a pause at every chunk boundary gives the test time to kill it mid-run
     driver.train_run(tiny(steps=12), {run!r}, resume=True,
                      on_chunk=lambda *_: time.sleep(0.2))

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from lgjax import claims as C
-from lgjax import claims_implicit_bias as IB
-from lgjax import reproduce_report as R
+from lgjax.reproduce import claims as C
+from lgjax.reproduce import report as R
+from lgjax.studies.implicit_bias import claims as IB
 
 S = 2  # synthetic seeds
 LENGTHS = [12, 16, 20, 24, 32, 40, 48]

@@ -2,7 +2,7 @@ import json
 
 import numpy as np
 
-from lgjax.cli import main
+from lgjax.harness.cli import main
 
 TINY = ["multiseed", "--encodings", "rope", "--seeds", "2", "--steps", "12", "--batch", "16",
         "--d", "16", "--vocab", "8", "--train-lengths", "4,8", "--eval-lengths", "8,12",
@@ -29,7 +29,7 @@ def test_multiseed_end_to_end(tmp_path, capsys):
 
 def test_config_errors_before_compile(tmp_path, capsys):
     common = ["--ckpt-root", str(tmp_path / "ck"), "--out", str(tmp_path / "o")]
-    cases = [(["--K", "8", "--train-lengths", "8,16"], "task.offset"),
+    cases = [(["--K", "8", "--train-lengths", "8,16"], "task.opts.offset"),
              (["--d", "15", "--encodings", "rope"], "model.d"),
              (["--d", "30", "--heads", "4"], "model.d"),
              (["--encodings", "ape", "--eval-lengths", "12,80"], "model.enc.size")]

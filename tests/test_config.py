@@ -12,9 +12,9 @@ import pytest
 
 from lgjax import checkpoints, encodings
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TrainConfig
-from lgjax.experiments import contract_train
-from lgjax.experiments import realizability_train as rt
-from lgjax.study import RunOptions, run_study
+from lgjax.harness.study import RunOptions, run_study
+from lgjax.studies.contract import train as contract_train
+from lgjax.studies.realizability import train as rt
 
 DATA = Path(__file__).parent / "data"
 

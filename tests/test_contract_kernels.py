@@ -1,5 +1,5 @@
 """The contract lab on registered encodings: their kernels read at the causal mirror in float64, a
-user's encoding from --encoding-module, and a trained run's final parameters from --run-dir."""
+user's encoding from --plugin, and a trained run's final parameters from --run-dir."""
 
 import json
 import os
@@ -15,12 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lgjax import checkpoints, driver, keys, models, train
-from lgjax import contracts as C
-from lgjax.cli import main
+from lgjax import checkpoints, keys, models, train
+from lgjax.checkpoints import driver
 from lgjax.config import ConfigError, ModelConfig
 from lgjax.encodings import ENCODINGS, AlibiOptions, t5_bucket
-from lgjax.experiments import contract_lab
+from lgjax.harness.cli import main
+from lgjax.studies.contract import lab as contract_lab
+from lgjax.studies.contract import scores as C
 from tests.conftest import tiny
 from tests.test_integrity import DAMAGE
 
@@ -136,13 +137,13 @@ def test_registered_profiles_at_the_lab_defaults():
 def cli(tmp_path, *argv):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(TESTS), str(TESTS.parent), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "lgjax.cli", "contract-lab", *argv, "--out",
+    return subprocess.run([sys.executable, "-m", "lgjax", "contract-lab", *argv, "--out",
                            str(tmp_path / "out")], capture_output=True, text=True, cwd=tmp_path,
                           env=env, timeout=300)
 
 
 def test_encoding_module_end_to_end(tmp_path):
-    proc = cli(tmp_path, "--encoding-module", "example_encoding")
+    proc = cli(tmp_path, "--plugin", "example_encoding")
     assert proc.returncode == 0, proc.stderr
     row = next(line for line in proc.stdout.splitlines() if line.startswith("log_bias"))
     assert row.split()[1:] == ["0.00e+00", "yes", "0.000", "0/4465", "0"]
@@ -154,10 +155,10 @@ def test_encoding_module_end_to_end(tmp_path):
 
 @pytest.mark.parametrize("name", ["no_such_module_for_lgjax", "1bad.name"])
 def test_bad_encoding_module_is_one_line_exit_2(tmp_path, name):
-    proc = cli(tmp_path, "--encoding-module", name)
+    proc = cli(tmp_path, "--plugin", name)
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
-    assert "--encoding-module" in lines[0] and "Traceback" not in proc.stderr
+    assert "--plugin" in lines[0] and "Traceback" not in proc.stderr
     assert not (tmp_path / "out").exists()
 
 

@@ -9,11 +9,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lgjax import contract_eval, contract_measure, encodings, models, tasks
-from lgjax.cli import main
+from lgjax import encodings, models
 from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
-from lgjax.contract_eval import ENCODINGS
-from lgjax.contract_verdicts import (
+from lgjax.harness.cli import main
+from lgjax.studies.contract import measure as contract_measure
+from lgjax.studies.contract import readouts as contract_eval
+from lgjax.studies.contract import tasks
+from lgjax.studies.contract import train as contract_train
+from lgjax.studies.contract.readouts import ENCODINGS
+from lgjax.studies.contract.verdicts import (
     failure_ranges,
     judge,
     not_learnable,
@@ -22,7 +26,6 @@ from lgjax.contract_verdicts import (
     winner,
     winners,
 )
-from lgjax.experiments import contract_train
 
 # ---- evaluation pieces ------------------------------------------------------------------------
 
@@ -81,9 +84,9 @@ def test_retrieval_keeps_the_label_of_evidence_tasks(name):
                               np.asarray(contract_eval.retrieval_index(start, e, b.length, 32)), -1)
     for row, target in zip(kept, np.asarray(b.targets)):
         if name == "absolute_anchor":
-            got = row[cfg.anchor_slot]
+            got = row[cfg.opts.anchor_slot]
         elif name == "offset_copy":
-            got = row[31 - cfg.copy_offset]
+            got = row[31 - cfg.opts.copy_offset]
         else:
             got = row[max(i for i in range(32) if row[i] == tasks.set_id(cfg)) + 1]
         assert got == target

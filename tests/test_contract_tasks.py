@@ -7,16 +7,16 @@ import pytest
 
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.models import vocab_sizes
-from lgjax.tasks import (
+from lgjax.studies.contract.tasks import (
     CONTRACT_TASKS,
     NEAR_FAR,
-    TASKS,
     distance_bin,
     last_set_distance,
-    sample_batch,
     sample_shift_pair,
 )
+from lgjax.tasks import TASKS, sample_batch
 from lgjax.validation import validate
+from tests.conftest import task_config
 
 FAMILIES = sorted(CONTRACT_TASKS)
 
@@ -24,19 +24,19 @@ FAMILIES = sorted(CONTRACT_TASKS)
 def loop_truth(name, toks, L, cfg):
     """Plain-Python statement of each family on one sequence: (label, evidence position).
     Also checks the sequence's structure (prefix, markers, writes) while it walks it."""
-    V, P = cfg.vocab, cfg.period
+    V, P = cfg.vocab, getattr(cfg.opts, "period", None)
     PAD, SET, MARK = V, V + 1, V + 2
     toks = [int(t) for t in toks[:L]]
     c = 0
     while c < L and toks[c] == PAD:
         c += 1
-    assert c == cfg.pad_prefix
+    assert c == cfg.opts.pad_prefix
     content = toks[c:]
     n = len(content) - 1  # the query, in the content frame
     assert PAD not in content
     if name in ("absolute_anchor", "offset_copy"):
         assert max(content) < V
-        u = cfg.anchor_slot if name == "absolute_anchor" else n - cfg.copy_offset
+        u = cfg.opts.anchor_slot if name == "absolute_anchor" else n - cfg.opts.copy_offset
         return content[u], c + u
     if name == "ordered_update":
         assert MARK not in content
@@ -73,7 +73,7 @@ draw_pair = jax.jit(sample_shift_pair, static_argnums=(0, 2, 3, 4, 5, 6))
 @pytest.mark.parametrize("name", FAMILIES)
 def test_labels_match_the_loop_and_pad_prefix_moves_every_relation(name):
     cfg, c = TaskConfig(name, vocab=10), 7
-    shifted = replace(cfg, pad_prefix=c)
+    shifted = replace(cfg, opts=replace(cfg.opts, pad_prefix=c))
     plain, moved = jax.device_get(draw_pair(cfg, jax.random.key(4), 64, 8, 24, 32, c))
     check_batch(name, cfg, plain)
     check_batch(name, shifted, moved)
@@ -92,7 +92,7 @@ def test_labels_match_the_loop_and_pad_prefix_moves_every_relation(name):
 
 @pytest.mark.parametrize("name", FAMILIES)
 def test_one_program_for_every_length_up_to_128(name):
-    cfg = TaskConfig(name, vocab=10, anchor_slot=4, copy_offset=5, period=7)
+    cfg = task_config(name, vocab=10, anchor_slot=4, copy_offset=5, period=7)
     sample = chex.assert_max_traces(lambda k, n: sample_batch(cfg, k, 24, n, n, 128), n=1)
     sample = jax.jit(sample)
     for n in (8, 21, 64, 128):
@@ -126,7 +126,7 @@ def test_ordered_update_covers_near_and_far():
 
 
 def test_periodic_labels_at_chance_one_over_p():
-    cfg = TaskConfig("periodic_marker", vocab=10, period=5)
+    cfg = TaskConfig.of("periodic_marker", vocab=10, period=5)
     b = jax.device_get(draw(cfg, jax.random.key(7), 2000, 8, 32, 32))
     freq = np.bincount(b.targets, minlength=5) / len(b.targets)
     assert len(freq) == 5 and np.abs(freq - 0.2).max() < 0.04
@@ -143,14 +143,14 @@ def run(task, lmin=8):
 
 
 @pytest.mark.parametrize("task,field", [
-    (TaskConfig("absolute_anchor", anchor_slot=7), "task.anchor_slot"),
-    (TaskConfig("absolute_anchor", anchor_slot=4, pad_prefix=3), "task.anchor_slot"),
-    (TaskConfig("offset_copy", copy_offset=8), "task.copy_offset"),
-    (TaskConfig("offset_copy", copy_offset=-1), "task.copy_offset"),
-    (TaskConfig("periodic_marker", period=8), "task.period"),
-    (TaskConfig("periodic_marker", period=1), "task.period"),
+    (TaskConfig.of("absolute_anchor", anchor_slot=7), "task.opts.anchor_slot"),
+    (TaskConfig.of("absolute_anchor", anchor_slot=4, pad_prefix=3), "task.opts.anchor_slot"),
+    (TaskConfig.of("offset_copy", copy_offset=8), "task.opts.copy_offset"),
+    (TaskConfig.of("offset_copy", copy_offset=-1), "task.opts.copy_offset"),
+    (TaskConfig.of("periodic_marker", period=8), "task.opts.period"),
+    (TaskConfig.of("periodic_marker", period=1), "task.opts.period"),
     (TaskConfig("ordered_update", vocab=3), "task.vocab"),
-    (TaskConfig("ordered_update", pad_prefix=4), "task.pad_prefix"),
+    (TaskConfig.of("ordered_update", pad_prefix=4), "task.opts.pad_prefix"),
 ])
 def test_validation_names_the_field(task, field):
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
@@ -158,8 +158,9 @@ def test_validation_names_the_field(task, field):
 
 
 @pytest.mark.parametrize("task", [
-    TaskConfig("absolute_anchor", anchor_slot=6), TaskConfig("offset_copy", copy_offset=7),
-    TaskConfig("periodic_marker", period=7), TaskConfig("ordered_update", vocab=4, pad_prefix=3),
+    TaskConfig.of("absolute_anchor", anchor_slot=6), TaskConfig.of("offset_copy", copy_offset=7),
+    TaskConfig.of("periodic_marker", period=7),
+    TaskConfig.of("ordered_update", vocab=4, pad_prefix=3),
 ])
 def test_validation_accepts_the_shortest_fit(task):
     validate(run(task))

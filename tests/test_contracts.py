@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lgjax import contracts as C
 from lgjax.config import ConfigError
 from lgjax.encodings import ENCODINGS
-from lgjax.experiments import contract_lab
+from lgjax.studies.contract import lab as contract_lab
+from lgjax.studies.contract import scores as C
 
 Q = [0.8, -0.3, 0.5, 0.1, -0.4, 0.7, 0.2, -0.6]
 K = [-0.2, 0.9, 0.4, -0.5, 0.3, 0.1, -0.8, 0.6]

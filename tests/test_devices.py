@@ -16,7 +16,9 @@ FOUR_DEVICES = textwrap.dedent("""
     import chex, jax
     sys.path.insert(0, {root!r})
     from tests.conftest import tiny
-    from lgjax import checkpoints, driver, evaluate, train
+    from lgjax import checkpoints
+from lgjax.checkpoints import driver
+    from lgjax import evaluate, train
     assert jax.device_count() == 4
     cfg = tiny(seeds=(0, 1, 2, 3), steps=6)
     sharded = driver.train_run(cfg, {run!r}, devices=4)

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from lgjax.cli import main
+from lgjax.harness.cli import main
 
 TINY = ["--steps", "3", "--batch", "8", "--no-progress"]
 
@@ -46,7 +46,7 @@ def test_shift(tmp_path):
 
 @pytest.mark.parametrize("parts", ["ab", "cd"])
 def test_mechanics(tmp_path, parts, monkeypatch):
-    from lgjax.experiments import mechanics
+    from lgjax.studies.implicit_bias import mechanics
 
     monkeypatch.setattr(mechanics, "SWEEPS", {"tau": [{"temperature": 2.0}]})
     res = _run(tmp_path, "mechanics", "--parts", parts, "--seeds", "2", "--ape-seeds", "1",

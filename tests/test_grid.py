@@ -11,7 +11,7 @@ from lgjax import grid, train
 from lgjax.checkpoints import step_folders
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
 
-TASKS = (TaskConfig("prev", vocab=8), TaskConfig("skip", vocab=8, offset=2),
+TASKS = (TaskConfig("prev", vocab=8), TaskConfig.of("skip", vocab=8, offset=2),
          TaskConfig("induction", vocab=8))
 
 
@@ -103,8 +103,8 @@ def test_grid_config_round_trips():
 
 
 def test_study_skips_measured_programs_and_resumes_unfinished(tmp_path, capsys):
-    from lgjax.experiments import realizability_train as rt
-    from lgjax.study import RunOptions, run_study
+    from lgjax.harness.study import RunOptions, run_study
+    from lgjax.studies.realizability import train as rt
 
     run = RunOptions(seeds=2, steps=4, batch=4, eval_sequences=8, ckpt_root=str(tmp_path / "ck"),
                      out=str(tmp_path / "out"), progress=False)
@@ -135,8 +135,8 @@ def test_study_skips_measured_programs_and_resumes_unfinished(tmp_path, capsys):
 
 
 def test_a_killed_study_keeps_the_programs_it_measured(tmp_path, monkeypatch):
-    from lgjax.experiments import realizability_train as rt
-    from lgjax.study import RunOptions, run_study
+    from lgjax.harness.study import RunOptions, run_study
+    from lgjax.studies.realizability import train as rt
 
     run = RunOptions(seeds=1, steps=2, batch=4, eval_sequences=4, ckpt_root=str(tmp_path),
                      out=str(tmp_path / "out"), progress=False)

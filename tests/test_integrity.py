@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lgjax import checkpoints, driver, integrity, train
+from lgjax import checkpoints, train
+from lgjax.checkpoints import driver, integrity
 from tests.conftest import tiny
 
 CFG = tiny(steps=4)  # checkpoints at 0, 1, 2, 4

@@ -4,9 +4,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lgjax import maxmargin as mm
 from lgjax import models
 from lgjax.encodings import rope_freqs
+from lgjax.studies.implicit_bias import selector as mm
 from tests.conftest import tiny
 
 

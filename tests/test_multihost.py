@@ -30,7 +30,7 @@ TIMEOUT = 240
 
 
 def cli(*args, env=None):
-    return subprocess.Popen([sys.executable, "-m", "lgjax.cli", *args],
+    return subprocess.Popen([sys.executable, "-m", "lgjax", *args],
                             env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
@@ -100,7 +100,7 @@ def test_two_process_job_killed_resumed_equals_one_process(tmp_path):
 
 
 def test_launch_needs_a_command(capsys):
-    from lgjax.cli import main
+    from lgjax.harness.cli import main
 
     assert main(["launch", "--processes", "2"]) == 2
     assert "after --" in capsys.readouterr().err

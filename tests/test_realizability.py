@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lgjax import realizability as R
 from lgjax.config import ConfigError
-from lgjax.experiments import realizability_alpha as RA
+from lgjax.studies.realizability import alpha as RA
+from lgjax.studies.realizability import score as R
 
 L0, LENGTHS, LMAX = 20, (30, 40, 60), 60
 TASKS = ("prev", "skip-2", "skip-3", "skip-5", "copy", "reverse", "first", "pos-2", "pos-5")
@@ -45,10 +45,10 @@ def test_rope_carries_fixed_relative_offsets_to_every_length(reference):
 
 def test_clamped_table_carries_absolute_slots_not_offsets(reference):
     for task in ("first", "pos-2", "pos-5"):
-        acc, alpha, _, _ = reference["learned-abs"][task]
+        acc, alpha, _, _ = reference["ape"][task]
         assert acc == 1.0 and np.all(alpha == 1.0), (task, alpha)
     for task in ("prev", "skip-2", "skip-3", "skip-5"):
-        acc, alpha, _, _ = reference["learned-abs"][task]
+        acc, alpha, _, _ = reference["ape"][task]
         # realized in range; past L0 the target and the query share the clamped column: a tie
         assert acc == 1.0 and np.all(alpha == 0.0), (task, alpha)
 
@@ -58,7 +58,7 @@ def test_growing_offsets_are_not_carried(reference):
         scored = (R.row_sets(task, L0, LENGTHS, LMAX)[1:] >= 0).sum(1)  # new rows with a target
         # every new row reads the one clamped table row; a growing-offset target hits its
         # argmax column for at most one row per length
-        assert np.all(reference["learned-abs"][task][1] <= 1.0 / scored + 1e-6)
+        assert np.all(reference["ape"][task][1] <= 1.0 / scored + 1e-6)
         for enc in ("nope", "alibi"):
             assert np.all(reference[enc][task][1] == 0.0)
     # RoPE fits the copy offset L0/2; every new row still sees that offset, which outscores L/2
@@ -73,7 +73,7 @@ def test_nope_and_alibi_realize_nothing_and_are_flagged(reference):
 
 
 def test_reference_fit_lowers_the_cross_entropy(reference):
-    for enc, task in [("rope", "prev"), ("learned-abs", "first"), ("sinusoidal", "pos-2"),
+    for enc, task in [("rope", "prev"), ("ape", "first"), ("sinusoidal", "pos-2"),
                       ("rope", "copy"), ("alibi", "prev")]:
         _, _, ce_start, ce_end = reference[enc][task]
         assert ce_end < ce_start, (enc, task, ce_start, ce_end)
@@ -137,11 +137,11 @@ def test_ablation_solvers_on_known_cases():
     with jax.enable_x64(True):
         theta = jnp.asarray(R.frequencies(16))
         X = {e: np.asarray(R.design(R.HEADS[e], R.HEADS[e].shape(16, L0), theta, L0))
-             for e in ("learned-abs", "nope", "sinusoidal")}
+             for e in ("ape", "nope", "sinusoidal")}
     t = R.targets("skip-3", L0)
-    w, resid = R.min_norm_fit(X["learned-abs"], t, 1e-6)
+    w, resid = R.min_norm_fit(X["ape"], t, 1e-6)
     assert resid < 1e-10
-    w, margin = R.margin_fit(X["learned-abs"], t, nonneg=False)
+    w, margin = R.margin_fit(X["ape"], t, nonneg=False)
     assert abs(margin - 1.0) < 1e-8
     assert R.margin_fit(X["nope"], t, nonneg=False)[1] < 1.0
     V = R.row_space(X["sinusoidal"], False, 1e-12)
@@ -152,13 +152,13 @@ def test_ablation_solvers_on_known_cases():
 
 
 def test_task_names_and_config_errors():
-    assert R.task_config("skip-3").offset == 3 and R.task_config("pos-5").slot == 5
+    assert R.task_config("skip-3").opts.offset == 3 and R.task_config("pos-5").opts.slot == 5
     assert not R.positional("induction")
     for bad in (RA.Config(tasks=("skipp-2",)), RA.Config(tasks=("prev-2",)),
                 RA.Config(encodings=("t5",)), RA.Config(lengths=(20,)),
                 RA.Config(L0=5, tasks=("pos-5",))):
         with pytest.raises(ConfigError):
-            RA.validate(bad)
+            RA.check(bad)
 
 
 def test_study_driver_end_to_end(tmp_path):

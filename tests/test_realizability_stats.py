@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lgjax import stats
 from lgjax.config import ConfigError
-from lgjax.experiments import realizability_report as rep
+from lgjax.studies.realizability import report as rep
+from lgjax.studies.realizability import stats
 
 
 def test_ranks_share_ties():
@@ -77,8 +77,8 @@ def test_report_statistics_on_a_known_table():
         _program("1L1H", "rope", ["prev", "copy", "first"], [0.95, 0.1, 0.6], [1.0, 1.0, 0.5]),
         _program("1L1H", "ape", ["prev", "copy", "first"], [0.3, 0.15, 0.9], [1.0, 0.9, 1.0])]}
     table = {("rope", "prev"): 1.0, ("rope", "copy"): 0.0, ("rope", "first"): 0.2,
-             ("learned-abs", "prev"): 0.3, ("learned-abs", "copy"): 0.1,
-             ("learned-abs", "first"): 0.8}
+             ("ape", "prev"): 0.3, ("ape", "copy"): 0.1,
+             ("ape", "first"): 0.8}
     alpha = rep.alpha_table({"lengths": [30, 60], "rows": [
         {"encoding": e, "task": k, "selection": sel, "main": main, "alpha": [a + off, a + off]}
         for (e, k), a in table.items()

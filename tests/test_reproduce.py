@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from lgjax import reproduce
-from lgjax.cli import main
-from lgjax.study import RunOptions
+from lgjax.harness.cli import main
+from lgjax.harness.study import RunOptions
+from lgjax.reproduce import command as reproduce
 
 
 @pytest.fixture

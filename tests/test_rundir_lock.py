@@ -10,9 +10,10 @@ import threading
 
 import pytest
 
-from lgjax import checkpoints, driver
+from lgjax import checkpoints
+from lgjax.checkpoints import driver
+from lgjax.checkpoints.lock import LOCK_FILE, RunDirLock, RunDirLocked
 from lgjax.config import ConfigError
-from lgjax.rundir_lock import LOCK_FILE, RunDirLock, RunDirLocked
 from tests.conftest import tiny
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -5,6 +5,7 @@ import pytest
 from lgjax.config import ConfigError, RunConfig, TaskConfig, TrainConfig
 from lgjax.tasks import TASKS, sample_batch
 from lgjax.validation import validate
+from tests.conftest import task_config
 
 
 def expected_target_positions(name, toks, L, K, slot=2):
@@ -30,7 +31,7 @@ def expected_target_positions(name, toks, L, K, slot=2):
 
 @pytest.mark.parametrize("name", [n for n, t in TASKS.items() if t.rows == "all"])
 def test_per_row_labels_correct_by_construction(name):
-    cfg = TaskConfig(name, vocab=5, offset=2, slot=3)
+    cfg = task_config(name, vocab=5, offset=2, slot=3)
     b = jax.device_get(sample_batch(cfg, jax.random.key(3), 64, 5, 12, 14))
     for toks, L, tgt, mask in zip(b.tokens, b.length, b.targets, b.mask):
         assert (toks[L:] == 0).all() and not mask[L:].any()
@@ -41,7 +42,7 @@ def test_per_row_labels_correct_by_construction(name):
 
 
 def test_fixed_offset_label_is_token_K_before_query():
-    cfg = TaskConfig("fixed_offset", vocab=20, offset=3)
+    cfg = TaskConfig.of("fixed_offset", vocab=20, offset=3)
     b = jax.device_get(sample_batch(cfg, jax.random.key(0), 256, 8, 16, 16))
     assert b.length.min() >= 8 and b.length.max() <= 16 and len(set(b.length)) > 4
     for toks, L, tgt in zip(b.tokens, b.length, b.targets):
@@ -53,7 +54,7 @@ def test_fixed_offset_label_is_token_K_before_query():
 
 
 def test_two_offset_mode_token_picks_offset():
-    cfg = TaskConfig("two_offset", vocab=10, offset=1, offset2=3)
+    cfg = TaskConfig.of("two_offset", vocab=10, offset=1, offset2=3)
     b = jax.device_get(sample_batch(cfg, jax.random.key(1), 256, 6, 12, 12))
     modes = []
     for toks, L, tgt in zip(b.tokens, b.length, b.targets):
@@ -65,8 +66,8 @@ def test_two_offset_mode_token_picks_offset():
 
 
 def test_offset_not_shorter_than_sequence():
-    cfg = RunConfig(TaskConfig("fixed_offset", offset=8), train=TrainConfig(lmin=8, lmax=16))
-    with pytest.raises(ConfigError, match="task.offset"):
+    cfg = RunConfig(TaskConfig.of("fixed_offset", offset=8), train=TrainConfig(lmin=8, lmax=16))
+    with pytest.raises(ConfigError, match="task.opts.offset"):
         validate(cfg)
 
 
@@ -81,7 +82,7 @@ def test_same_key_same_batch():
 @pytest.mark.parametrize("L", [5, 20, 31])
 def test_targets_rule_is_the_sampler_rule(name, L):
     """`targets(length)` (used by the training-free scores) agrees with the loop statement."""
-    cfg = TaskConfig(name, vocab=5, offset=2, slot=3)
+    cfg = task_config(name, vocab=5, offset=2, slot=3)
     got = TASKS[name].targets(L, cfg)
     assert got.shape == (L,)
     if name == "induction":  # content-dependent: no positional rule
@@ -92,5 +93,5 @@ def test_targets_rule_is_the_sampler_rule(name, L):
 
 
 def test_last_row_task_targets_only_the_query():
-    got = TASKS["fixed_offset"].targets(10, TaskConfig("fixed_offset", offset=3))
+    got = TASKS["fixed_offset"].targets(10, TaskConfig.of("fixed_offset", offset=3))
     assert got.tolist() == [-1] * 9 + [6]

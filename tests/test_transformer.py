@@ -12,7 +12,7 @@ from lgjax.validation import validate
 
 
 def tiny_transformer(encoding, steps=4, seeds=(0, 1)):
-    return RunConfig(TaskConfig("shift", vocab=8, offset=2),
+    return RunConfig(TaskConfig.of("shift", vocab=8, offset=2),
                      ModelConfig(encoding=encoding, arch="transformer", layers=2, heads=2, d=16,
                                  query="all"),
                      TrainConfig(steps=steps, batch=8, lr=3e-4, lmin=6, lmax=10, seeds=seeds))
@@ -43,7 +43,7 @@ def test_transformer_is_causal_and_shapes():
 
 
 def test_offset_profile_hand_computed():
-    from lgjax.experiments.transformer import carrier_fraction, offset_profile
+    from lgjax.studies.implicit_bias.transformer import carrier_fraction, offset_profile
 
     att = np.tril(np.ones((4, 4)))
     att[3] = [0.1, 0.7, 0.2, 0.0]  # row 3 puts 0.7 at offset -2
@@ -55,7 +55,7 @@ def test_offset_profile_hand_computed():
 
 
 def test_transformer_experiment_end_to_end(tmp_path, capsys):
-    from lgjax.cli import main
+    from lgjax.harness.cli import main
 
     rc = main(["transformer", "--steps", "3", "--batch", "8", "--d", "16", "--heads", "2",
                "--vocab", "8", "--train-lengths", "6,8", "--eval-lengths", "8,12",

@@ -1,0 +1,32 @@
+"""The training driver: train a run with checkpoints on its schedule, resumable.
+
+`train_run(cfg, run_dir)` opens (and locks) the run directory, continues from its newest intact
+checkpoint, trains to cfg.train.steps with `lgjax.train.train`, and saves at every scheduled
+step. Checkpoint files, digests and locks are `lgjax.checkpoints.rundir`' business; training is
+`lgjax.train`'s; this module only joins them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lgjax import train
+from lgjax.checkpoints import RunDir
+from lgjax.config import RunConfig
+
+
+def train_run(cfg: RunConfig, path: Path | str, resume: bool = False, on_chunk=None,
+              runner=None, devices: int | None = None) -> train.TrainState:
+    """Train with checkpoints at cfg's schedule; resume from the newest intact one."""
+    want = set(train.checkpoint_steps(cfg.train))
+    with RunDir(path, cfg, resume=resume) as run:
+        found = run.restore_latest_intact()
+        states = found[1] if found is not None else None
+
+        def hook(step, states, loss_S):
+            if step in want and run.needs_save(step):
+                run.save(step, states)
+            if on_chunk is not None:
+                on_chunk(step, states, loss_S)
+
+        return train.train(cfg, states, hook, runner, devices)

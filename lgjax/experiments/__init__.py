@@ -1,1 +1,0 @@
-"""One module per figure or table; each exposes a frozen config and `run(cfg) -> results`."""

@@ -1,0 +1,20 @@
+"""Every command of `lgjax`: each study's, as its package declares them, then the harness's."""
+
+from __future__ import annotations
+
+from lgjax.harness.declare import Command
+
+HARNESS = {  # the commands of no one study
+    "bench": Command("lgjax.harness.bench", "speed of the multi-seed step vs the alternatives"),
+    "reproduce": Command("lgjax.reproduce.command",
+                         "run a study's experiments and check every published claim"),
+    "launch": Command("lgjax.harness.launch",
+                      "run a command as a job of several processes on this machine"),
+}
+
+
+def commands() -> dict[str, Command]:
+    """name -> Command: each study's in its declared order, then the harness's."""
+    from lgjax.studies import STUDIES
+
+    return {n: c for s in STUDIES.values() for n, c in s.commands.items()} | HARNESS

@@ -1,0 +1,247 @@
+"""The one study harness: validate everything, train what is missing, measure, write, print, draw.
+
+A study is a module with the hooks of `Study` below (its package declares it as a command, see
+lgjax.harness.declare); `run_study(module, cfg)` does the rest, identically for every study. In
+a job of several processes (`lgjax launch`, or LGJAX_DISTRIBUTED=1 on a cluster) every process
+runs it: training splits the seeds over every process's devices, the final states are gathered
+so `measure` sees every seed everywhere, and process 0 alone shows progress, writes files and
+prints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+from tqdm import tqdm
+
+from lgjax import checkpoints, grid, plugins, train
+from lgjax.checkpoints import driver
+from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.devices import is_leader, seed_mesh, to_host
+from lgjax.harness.commands import commands
+from lgjax.harness.outputs import check_writable, jsonable
+from lgjax.validation import validate
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    seeds: int = 5  # seeds 0..seeds-1 of every run
+    steps: int = 4000  # Adam steps of every run
+    batch: int = 256  # training sequences per step (per seed)
+    eval_sequences: int = 4096  # fresh evaluation sequences per length (per seed)
+    out: str = ""  # results folder (default: results/<study>)
+    ckpt_root: str = "checkpoints"  # run directories live under this folder
+    resume: bool = False  # continue unfinished runs from their latest checkpoint
+    progress: bool = True  # progress bars (on stderr)
+    devices: int = 0  # devices the seed axis is split over (0: all that divide the seed count)
+
+
+@dataclass(frozen=True)
+class Trained:
+    config: RunConfig | grid.Grid  # what was trained
+    states: train.TrainState  # final stacked (seed-axis) state
+    run_dir: Path  # where its checkpoints are
+    seconds: float  # wall time of training (or of reloading a finished run)
+
+
+class Study(Protocol):
+    """What a study module holds. The first four are required; each optional hook has the
+    default in HOOK_DEFAULTS (a module without it behaves as if it held the default)."""
+
+    # a frozen dataclass, a `# comment` per field (its --help); its `run: RunOptions` field
+    # holds the shared options and its defaults are the published scale (below: "reduced")
+    Config: ClassVar[type]
+
+    def runs(self, cfg) -> dict[str, RunConfig | grid.Grid]:
+        """What to train ({} for a training-free study); a name is the run directory under
+        <ckpt_root>/, so studies can share runs; a Grid trains all its cells in one program."""
+
+    def measure(self, cfg, trained: dict[str, Trained]) -> dict:
+        """The numbers, from the trained states (JSON-able; arrays allowed)."""
+
+    def table(self, result: dict) -> str:
+        """What is printed, from the result alone."""
+
+    # ---- optional hooks (defaults in HOOK_DEFAULTS) ----
+    def check(self, cfg) -> None:
+        """Study-specific checks, before anything trains (raise ConfigError)."""
+
+    def eval_lengths(self, cfg) -> tuple[int, ...]:
+        """Every length the study evaluates (default: cfg.eval_lengths)."""
+
+    def on_trained(self, cfg, name: str, trained: Trained) -> None:
+        """Called as each run finishes (e.g. to measure and save it at once, so that a job
+        killed later keeps it)."""
+
+    def write_extra(self, result: dict, out: Path) -> list[str]:
+        """Files written beside results.json; their names."""
+
+    def figure(self, result: dict, stem: Path) -> None:
+        """Writes stem.png and stem.pdf from the result alone."""
+
+    # study fields that count as scale (e.g. "ape_seeds"; a tuple field, e.g. a grid axis,
+    # counts when it lacks a value)
+    SCALE: ClassVar[tuple[str, ...]]
+
+
+HOOK_DEFAULTS: dict[str, Any] = {
+    "check": lambda cfg: None,
+    "eval_lengths": lambda cfg: getattr(cfg, "eval_lengths", ()),
+    "on_trained": lambda cfg, name, trained: None,
+    "write_extra": lambda result, out: [],
+    "figure": None,  # no figure
+    "SCALE": (),
+}
+
+
+def hook(module: ModuleType, name: str):
+    """The module's hook, or the default of a module without it."""
+    return getattr(module, name, HOOK_DEFAULTS[name])
+
+
+def run_config(cfg, task: TaskConfig, model: ModelConfig, **train) -> RunConfig:
+    """A run at the study's shared options (its steps, batch and seeds), `train` on top."""
+    shared = {"steps": cfg.run.steps, "batch": cfg.run.batch, "seeds": seeds(cfg)}
+    return RunConfig(task, model, TrainConfig(**shared | train))
+
+
+def seeds(cfg) -> tuple[int, ...]:
+    return tuple(range(cfg.run.seeds))
+
+
+
+def options(cfg) -> RunOptions:
+    """A training-free study's Config may hold only `out`; it then trains nothing."""
+    return cfg.run if hasattr(cfg, "run") else RunOptions(out=getattr(cfg, "out", ""))
+
+
+def name_of(module: ModuleType) -> str:
+    """The command that runs the module, as results/<name> spells it (realizability_train)."""
+    named = [n for n, c in commands().items() if c.module == module.__name__]
+    return (named[0] if named else module.__name__.rsplit(".", 1)[-1]).replace("-", "_")
+
+
+def out_dir(module: ModuleType, cfg) -> Path:
+    return Path(options(cfg).out or f"results/{name_of(module)}")
+
+
+def is_reduced(cfg, scale: tuple[str, ...] = ()) -> bool:
+    """Below the study's published scale (its Config defaults) in the run options or in a
+    `scale` field: a smaller number, or a tuple lacking some of its published values."""
+    paper = type(cfg)()
+    fields = [(cfg.run, paper.run, f) for f in ("seeds", "steps", "batch", "eval_sequences")
+              if hasattr(cfg, "run")]
+    fields += [(cfg, paper, f) for f in scale]
+    below = lambda x, pub: not set(pub) <= set(x) if isinstance(x, tuple) else x < pub
+    return any(below(getattr(a, f), getattr(b, f)) for a, b, f in fields)
+
+
+def eval_lengths(module: ModuleType, cfg) -> tuple[int, ...]:
+    return tuple(hook(module, "eval_lengths")(cfg))
+
+
+def check_options(opts: RunOptions) -> None:
+    for name in ("seeds", "steps", "batch", "eval_sequences"):
+        if getattr(opts, name) < 1:
+            raise ConfigError(f"--{name.replace('_', '-')}: must be >= 1, got "
+                              f"{getattr(opts, name)}")
+    if opts.devices < 0:
+        raise ConfigError(f"--devices: must be >= 0 (0 = all that divide the seed count), got "
+                          f"{opts.devices}")
+
+
+def is_finished(run_dir: Path, rc: RunConfig | grid.Grid) -> bool:
+    return rc.train.steps in checkpoints.step_folders(run_dir)
+
+
+def preflight(module: ModuleType, cfg) -> dict[str, RunConfig | grid.Grid]:
+    """Every check of every run, before anything trains, compiles or is written."""
+    opts = options(cfg)
+    check_options(opts)
+    hook(module, "check")(cfg)
+    runs = module.runs(cfg)
+    lengths = eval_lengths(module, cfg)
+    if runs and hasattr(cfg, "eval_lengths") and not lengths:
+        raise ConfigError("--eval-lengths: give at least one evaluation length")
+    for name, rc in runs.items():
+        (grid.check if isinstance(rc, grid.Grid) else validate)(rc, lengths)
+        seed_mesh(len(rc.train.seeds), opts.devices or None)
+        # free, or holding this very config: finished (reloaded) or resumed; writes nothing
+        run_dir = Path(opts.ckpt_root) / name
+        checkpoints.check_run_dir(run_dir, rc, resume=opts.resume or is_finished(run_dir, rc))
+    check_writable(out_dir(module, cfg), "--out")
+    if runs:
+        check_writable(Path(opts.ckpt_root), "--ckpt-root")
+    return runs
+
+
+def train_one(rc: RunConfig | grid.Grid, run_dir: Path, opts: RunOptions, label: str) -> Trained:
+    """Train (or continue, or reload a finished run) with checkpoints; a progress bar."""
+    bar = tqdm(total=rc.train.steps, desc=label, disable=not (opts.progress and is_leader()))
+
+    def tick(step, states, loss_S):
+        bar.update(step - bar.n)
+        if loss_S is not None:
+            bar.set_postfix(loss=f"{float(np.mean(loss_S)):.3f}")
+
+    t0 = time.perf_counter()
+    resume = opts.resume or is_finished(run_dir, rc)  # a finished run is reloaded, not redone
+    if isinstance(rc, grid.Grid):  # one program on one device (grid.check refuses a job)
+        states = grid.train_program(rc, run_dir, resume=resume, on_chunk=tick)
+    else:
+        states = driver.train_run(rc, run_dir, resume=resume, on_chunk=tick,
+                                  devices=opts.devices or None)
+    bar.close()
+    states = to_host(states)  # several processes: each held only its block of seeds
+    return Trained(rc, states, run_dir, time.perf_counter() - t0)
+
+
+def run_study(module: ModuleType, cfg) -> dict:
+    """Validate, train, measure, write results.json, print the table, draw the figure."""
+    runs = preflight(module, cfg)
+    t0 = time.perf_counter()
+    opts = options(cfg)
+    trained = {}
+    for i, (name, rc) in enumerate(runs.items()):
+        trained[name] = train_one(rc, Path(opts.ckpt_root) / name, opts,
+                                  f"{name} [{i + 1}/{len(runs)}]")
+        hook(module, "on_trained")(cfg, name, trained[name])
+    t_train = time.perf_counter() - t0
+    result = {"experiment": name_of(module), "config": dataclasses.asdict(cfg),
+              "reduced": is_reduced(cfg, hook(module, "SCALE")),
+              **module.measure(cfg, trained),
+              "run_dirs": {name: str(t.run_dir) for name, t in trained.items()},
+              "train_seconds": {name: t.seconds for name, t in trained.items()}}
+    result["measure_seconds"] = time.perf_counter() - t0 - t_train
+    result["wall_seconds"] = time.perf_counter() - t0
+    result = json.loads(json.dumps(result, default=jsonable))  # what the file holds, exactly
+    if plugins.LOADED:
+        result["plugins"] = list(plugins.LOADED)
+    if not is_leader():  # the other processes of a job computed the same result
+        return result
+    name = name_of(module)
+    write_outputs(result, out_dir(module, cfg), module.table, hook(module, "figure"), name,
+                  lambda out: hook(module, "write_extra")(result, out))
+    return result
+
+
+def write_outputs(result: dict, out: Path, table, figure=None, stem: str = "",
+                  extra=lambda out: [], result_file: str = "results.json") -> None:
+    """The ending every command shares: the result file, the extra files, the figure, the
+    printed table and a line naming what was written."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / result_file).write_text(json.dumps(result, indent=1))  # plain JSON already
+    written = [result_file, *extra(out)]
+    if figure is not None:
+        written += figure(result, out / stem) or [f"{stem}.png/.pdf"]
+    print(table(result))
+    seconds = f"{result['wall_seconds']:.1f} s" if "wall_seconds" in result else ""
+    reduced = ", reduced scale" if result.get("reduced") else ""
+    print(f"wrote {out}/: {', '.join(written)}" + (f" ({seconds}{reduced})" if seconds else ""))

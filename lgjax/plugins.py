@@ -1,0 +1,153 @@
+"""The public way in: register a user's encodings and tasks, and load modules that do.
+
+  register_encoding(name, Encoding(...), replace=False)
+  register_task(name, Task(...), replace=False)
+`lgjax --plugin my_pkg.my_module <command>` (repeatable, on every command) imports the module
+before anything else; every entry it adds is checked against its contract (the shapes and dtypes
+of each behaviour on a tiny model, its options' defaults) before any work, and the module is
+recorded in the config.json of each run that uses its entries and in the results.json of the
+command, so later commands (dynamics, the reports, reproduce) reopen those runs by themselves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import re
+
+import numpy as np
+
+from lgjax.encodings import ENCODINGS, Encoding
+from lgjax.errors import ConfigError
+from lgjax.tasks import TASKS, Task
+
+KINDS = ("additive", "rotary", "bias", "none")
+LOADED: list[str] = []  # the plugin modules of this process, in load order
+
+
+def register_encoding(name: str, encoding: Encoding, replace: bool = False) -> Encoding:
+    if not isinstance(encoding, Encoding):
+        raise ConfigError(f"register_encoding({name!r}): got a {type(encoding).__name__}, not an "
+                          "lgjax.encodings.Encoding")
+    return ENCODINGS.register(name, encoding, replace, module=_caller())
+
+
+def register_task(name: str, task: Task, replace: bool = False) -> Task:
+    if not isinstance(task, Task):
+        raise ConfigError(f"register_task({name!r}): got a {type(task).__name__}, not an "
+                          "lgjax.tasks.Task")
+    return TASKS.register(name, task, replace, module=_caller())
+
+
+def _caller() -> str:
+    import sys
+
+    return sys._getframe(2).f_globals.get("__name__", "?")
+
+
+def load(modules, source: str = "--plugin") -> list[str]:
+    """Import each module not yet loaded and check what it registered; the modules loaded."""
+    for name in modules:
+        if name in LOADED:
+            continue
+        if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", name):
+            raise ConfigError(f"{source}: {name!r} is not a module name; give a dotted import "
+                              "path such as my_pkg.my_module")
+        before = {r.kind: dict(r) for r in (ENCODINGS, TASKS)}
+        try:
+            importlib.import_module(name)
+        except ConfigError as err:
+            raise ConfigError(f"{source} {name}: {err}") from err
+        except ModuleNotFoundError as err:
+            raise ConfigError(f"{source} {name}: cannot import it ({err}); put its folder on "
+                              "PYTHONPATH or install its package") from err
+        except Exception as err:  # noqa: BLE001 -- a user's module may raise anything
+            raise ConfigError(f"{source} {name}: importing it raised {type(err).__name__}: "
+                              f"{str(err).splitlines()[0] if str(err) else ''}; fix the module"
+                              ) from err
+        for registry, check in ((ENCODINGS, check_encoding), (TASKS, check_task)):
+            for key, entry in registry.items():
+                if before[registry.kind].get(key) is not entry:
+                    try:
+                        check(key, entry)
+                    except Exception as err:  # noqa: BLE001
+                        raise ConfigError(f"{source} {name}: {registry.kind} {key!r} breaks "
+                                          f"the {registry.kind} contract: {err}") from err
+        LOADED.append(name)
+    return LOADED
+
+
+def recorded(saved: dict, source: str) -> None:
+    """Import the plugins a saved config or results file records (before reading it)."""
+    load(saved.get("plugins", ()), f"{source} (its plugins)")
+
+
+def _broadcasts(shape, to) -> bool:
+    try:
+        return np.broadcast_shapes(shape, to) == to
+    except ValueError:
+        return False
+
+
+def _shape_error(what: str, got, want) -> str:
+    return f"{what} has shape {tuple(np.shape(got))}; expected {want}"
+
+
+def check_encoding(name: str, enc) -> None:
+    """Every behaviour on a tiny model (d = 8, 2 heads, 5 positions): shapes, dtypes, options."""
+    import jax
+    import jax.numpy as jnp
+
+    from lgjax import models
+    from lgjax.config import ModelConfig, RunConfig
+
+    if not isinstance(enc, Encoding):
+        raise TypeError(f"it is a {type(enc).__name__}, not an lgjax.encodings.Encoding")
+    if enc.kind not in KINDS:
+        raise ValueError(f"kind {enc.kind!r} is not one of {KINDS}")
+    if not dataclasses.is_dataclass(enc.options):
+        raise TypeError("its options are not a dataclass")
+    options = enc.options()  # every option needs a default (the do-nothing call)
+    L, cfg = 5, ModelConfig(name, d=8, heads=2, enc=options)
+    params = models.init_params(jax.random.key(0), RunConfig(model=cfg))
+    pos = jnp.arange(L)
+    emb = enc.embed(params, pos, jnp.asarray(L), cfg)
+    if np.shape(emb) not in ((), (L, cfg.d)):
+        raise ValueError(_shape_error("embed over 5 positions", emb, f"() or ({L}, {cfg.d})"))
+    x = jnp.ones((L, cfg.heads, cfg.d // cfg.heads), jnp.float32)
+    rot = enc.rotate(x, pos, cfg)
+    if np.shape(rot) != x.shape:
+        raise ValueError(_shape_error("rotate of q [5, 2, 4]", rot, x.shape))
+    dist = pos[:, None] - pos[None, :]
+    bias = enc.bias(params, dist, cfg)
+    if not _broadcasts(np.shape(bias), (L, L, cfg.heads)):
+        raise ValueError(_shape_error("bias of distances [5, 5]", bias, f"({L}, {L}, 2) or ()"))
+    kern = enc.kernel(params, pos[:, None], pos[None, :], cfg)
+    if np.shape(kern) != (L, L, cfg.heads):
+        raise ValueError(_shape_error("kernel of positions [5, 1] x [1, 5]", kern, (L, L, 2)))
+    for what, v in (("embed", emb), ("rotate", rot), ("bias", bias), ("kernel", kern)):
+        if not jnp.issubdtype(jnp.asarray(v).dtype, jnp.floating):
+            raise TypeError(f"{what} returns {jnp.asarray(v).dtype}, not a float array")
+
+
+def check_task(name: str, task) -> None:
+    """Its options' defaults, its target rule and its sampler on one sequence."""
+    import jax
+
+    from lgjax.config import TaskConfig
+
+    if not isinstance(task, Task):
+        raise TypeError(f"it is a {type(task).__name__}, not an lgjax.tasks.Task")
+    if not dataclasses.is_dataclass(task.options):
+        raise TypeError("its options are not a dataclass")
+    cfg = TaskConfig(name, vocab=6, opts=task.options())
+    L = max(int(task.min_length(cfg)), 2) + 2
+    targets = task.targets(L, cfg)
+    if np.shape(targets) != (L,):
+        raise ValueError(_shape_error(f"targets({L})", targets, (L,)))
+    ex = task.sample(jax.random.key(0), L, L + 2, cfg)
+    want = () if task.rows == "last" else (L + 2,)
+    if np.shape(ex.tokens) != (L + 2,) or np.shape(ex.targets) != want:
+        raise ValueError(f"a sampled sequence of length {L} padded to {L + 2} has tokens "
+                         f"{np.shape(ex.tokens)} and targets {np.shape(ex.targets)}; expected "
+                         f"({L + 2},) and {want}")

@@ -1,0 +1,42 @@
+"""A registry of named entries (encodings, tasks) that refuses silent replacement.
+
+Each entry remembers the module that registered it; a run whose encoding or task came from
+outside the core records that module with its config (`plugins`), so later commands import it
+again before reading the run.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from lgjax.errors import ConfigError
+
+
+def _caller_module(depth: int) -> str:
+    return sys._getframe(depth + 1).f_globals.get("__name__", "?")
+
+
+class Registry(dict):
+    """name -> entry, a dict whose new names may be set by item as before, but whose existing
+    names are replaced only by `register(..., replace=True)`."""
+
+    def __init__(self, kind: str, entries: dict):
+        super().__init__(entries)
+        self.kind = kind
+        self.providers = dict.fromkeys(entries, _caller_module(1))
+
+    def register(self, name: str, entry, replace: bool = False, module: str | None = None):
+        if name in self and not replace:
+            raise ConfigError(f"{self.kind} {name!r} is already registered (by "
+                              f"{self.providers.get(name, '?')}); choose another name or pass "
+                              "replace=True to override it")
+        dict.__setitem__(self, name, entry)
+        self.providers[name] = module or _caller_module(1)
+        return entry
+
+    def __setitem__(self, name: str, entry):
+        self.register(name, entry, module=_caller_module(1))
+
+    def __delitem__(self, name: str):
+        dict.__delitem__(self, name)
+        self.providers.pop(name, None)

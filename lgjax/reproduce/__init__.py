@@ -1,0 +1,1 @@
+"""Published claims checked against our results: the machinery, `lgjax reproduce`, its report."""

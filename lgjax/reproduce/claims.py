@@ -1,0 +1,456 @@
+"""Published claims checked against our results: load, parse tolerances, measure, give verdicts.
+
+A claims file (`<study package>/<study>.json`) lists claims: id, where, what, the published value
+(a number; a symbol such as "-K"; a list; or a dict of components, e.g. one per length), a
+tolerance text and the experiment that measures it. A study's readers module (its package
+declares it) holds
+REGISTRY, claim id -> a function of the results dicts {experiment: results.json dict} returning
+the measured components (`Measured`), and EXPECTATIONS, the spec's qualitative "expect" column as
+named predicates. A new study adds a claims file and a measure module; no report code changes.
+
+Verdicts: a claim "matches" when every tolerance rule holds, "differs" (saying by how much) when
+one does not, "not run" (saying why) when its experiment, its measurement or a key of it is absent.
+Expectations "hold", "fail" or are "not run". An unknown tolerance text is a ToleranceError.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.resources
+import json
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+MATCHES, DIFFERS, NOT_RUN = "matches", "differs", "not run"
+HOLDS, FAILS = "holds", "fails"
+EPS = 1e-9  # published values carry 2-3 digits; a deviation equal to the tolerance matches
+
+
+class ToleranceError(ValueError):
+    """A tolerance text no rule form reads, or one that leaves a published component unchecked."""
+
+
+class NotRun(Exception):  # noqa: N818 -- a verdict, not a failure
+    """Raised by a measurement that cannot be made from the results at hand; carries the why."""
+
+
+def missing(key: str) -> NotRun:
+    return NotRun(f"measurement missing: {key}")
+
+
+# ---------------------------------------------------------------- claims files
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str  # unique within its study, e.g. "t2.K1.alpha"
+    where: str  # the table or figure of the publication
+    what: str  # what is measured, in words
+    published: object  # number, symbol ("-K"), list, or dict of components
+    tolerance: str  # as written in the file; parse_tolerance reads it
+    experiment: str  # the experiment whose results measure it
+
+
+@dataclass(frozen=True)
+class Claims:
+    study: str  # the claims file's stem, which names its measure module
+    claims: tuple[Claim, ...]
+
+
+def declared(study: str):
+    from lgjax.studies import STUDIES
+
+    if study not in STUDIES or not STUDIES[study].claims:
+        raise ValueError(f"study {study!r}: no claims; known: "
+                         f"{sorted(n for n, s in STUDIES.items() if s.claims)}")
+    return STUDIES[study]
+
+
+def claims_path(study: str) -> Path:
+    """The claims file shipped in the study's package."""
+    s = declared(study)
+    return Path(str(importlib.resources.files(s.package) / s.claims))
+
+
+def load_claims(source: str | Path) -> Claims:
+    """A study name (a shipped file) or a path; every tolerance is parsed here, so an unknown one
+    stops the load instead of passing quietly later."""
+    path = Path(source) if str(source).endswith(".json") else claims_path(str(source))
+    raw = json.loads(path.read_text())
+    fields = ("id", "where", "what", "published", "tolerance", "experiment")
+    claims = []
+    for entry in raw["claims"]:
+        absent = [f for f in fields if f not in entry]
+        if absent:
+            raise ValueError(f"{path}: claim {entry.get('id', '?')} lacks {absent}")
+        claim = Claim(**{f: entry[f] for f in fields})
+        rules_by_component(claim)
+        claims.append(claim)
+    twice = sorted(i for i, n in Counter(c.id for c in claims).items() if n > 1)
+    if twice:
+        raise ValueError(f"{path}: duplicate claim ids {twice}")
+    return Claims(path.stem, tuple(claims))
+
+
+def components(published) -> dict[str, object]:
+    """Published value -> {component: value}: "" for a bare value, dict keys (nested joined by
+    '.') otherwise; lists are single components."""
+    if not isinstance(published, dict):
+        return {"": published}
+    out = {}
+    for k, v in published.items():
+        for sub, leaf in components(v).items():
+            out[f"{k}.{sub}" if sub else str(k)] = leaf
+    return out
+
+
+# ---------------------------------------------------------------- measured values
+
+
+@dataclass(frozen=True)
+class Stat:
+    """One measured component: point value, spread over seeds, and the raw cells behind it."""
+
+    mean: float | list[float]  # mean over seeds (a [lo, hi] or [mean, sd] list where published so)
+    sd: float | None  # sd over seeds (ddof 0, as the experiment tables); None without seeds
+    n: int  # seeds behind it (0: a property of the configuration, no seeds)
+    cells: tuple[float, ...]  # every raw value (seed x length cells) for exact and bound checks
+
+    def show(self) -> str:
+        text = fmt_number(self.mean)
+        if self.sd is not None:
+            text += f" +- {fmt_number(self.sd)}"
+        return text + (f" (n={self.n})" if self.n else "")
+
+
+def over_seeds(samples) -> Stat:
+    """A value with one sample per seed."""
+    a = np.asarray(samples, float).ravel()
+    return Stat(float(a.mean()), float(a.std()) if a.size > 1 else None, int(a.size),
+                tuple(a.tolist()))
+
+
+def every_cell(values) -> Stat:
+    """A discrete value read in every cell (seed x length ...): shown as its most common value."""
+    a = np.asarray(values)
+    cells = a.ravel().tolist()
+    return Stat(Counter(cells).most_common(1)[0][0], None, int(a.shape[0]), tuple(cells))
+
+
+def fixed(value: float) -> Stat:
+    """A number that depends on the configuration only (no seeds)."""
+    return Stat(float(value), None, 0, (float(value),))
+
+
+def summary(value: float | list[float], n: int, cells=None) -> Stat:
+    """A value derived from per-seed data already reduced elsewhere (no sd available)."""
+    cells = np.atleast_1d(value if cells is None else cells).astype(float).tolist()
+    return Stat(value, None, int(n), tuple(cells))
+
+
+@dataclass(frozen=True)
+class Measured:
+    components: dict[str, Stat]  # component name (as in `components(published)`) -> value
+    context: dict = field(default_factory=dict)  # what some rules compare against (bound, ...)
+    notes: tuple[str, ...] = ()  # how a value was read where the claim leaves a choice
+
+
+# ---------------------------------------------------------------- tolerances
+
+_NUM = r"(?P<x>\d+(?:\.\d+)?)"
+FORMS = {  # every clause a tolerance text may hold -> its rule kind; nothing else is accepted
+    rf"abs {_NUM}(?: per length)?(?: \(near chance\))?": "abs",
+    r"exact(?:, every (?:cell|seed))?": "exact",
+    rf"(?:within a factor of|factor) {_NUM}": "factor",
+    r"same ordering": "ordering",
+    r"inside the trained range": "inside_range",
+    r"never below the bound": "not_below_bound",
+    r"fails \(well below RoPE\)": "fails",
+}
+LABELS = {  # a clause's leading label -> the published components it speaks about
+    "carrier": ("carrier_frac",), "alpha": ("alpha",), "c": ("c",), "R^2": ("R2",),
+    "ratios": ("g1_g0", "max_g_s4"), "accuracy": ("acc48", "in_range", "acc_range"),
+    "accuracies": ("ood_acc", "interp_acc"), "norms": ("norm_in", "norm_out"),
+    "pin": ("pin_mean_sd",), "selection": ("selected", "selects"), "peaks": ("peaks",),
+}
+FAIL_FRACTION = 0.5  # "fails (well below RoPE)": its best accuracy at most half RoPE's worst
+
+
+@dataclass(frozen=True)
+class Rule:
+    label: str | None  # which published components it covers (None: all of them)
+    kind: str  # a value of FORMS
+    amount: float | None  # the clause's number (abs width, factor), if it has one
+    text: str  # the clause as written
+
+
+def parse_clause(clause: str) -> Rule:
+    clause = clause.strip()
+    readings = [(None, clause)]  # the whole clause, or a leading label and the rest
+    head, _, rest = clause.partition(" ")
+    if head.rstrip(":") in LABELS and rest:
+        readings.append((head.rstrip(":"), rest))
+    for label, body in readings:
+        for pattern, kind in FORMS.items():
+            if m := re.fullmatch(pattern, body):
+                x = m.groupdict().get("x")
+                return Rule(label, kind, float(x) if x else None, clause)
+    raise ToleranceError(f"tolerance clause {clause!r} is not a known form; known forms: "
+                         f"{list(FORMS)} optionally led by a label of {list(LABELS)}")
+
+
+def parse_tolerance(text: str) -> list[Rule]:
+    """'carrier abs 0.08; alpha abs 0.25; c factor 2' -> one Rule per ';'-separated clause."""
+    return [parse_clause(c) for c in text.split(";") if c.strip()]
+
+
+def rules_by_component(claim: Claim) -> list[tuple[Rule, list[str]]]:
+    """Each rule with the published components it covers; every component must be covered."""
+    comps = list(components(claim.published))
+    out = []
+    for rule in parse_tolerance(claim.tolerance):
+        names = comps if rule.label is None else [
+            c for c in comps if c.split(".")[0] in LABELS[rule.label]]
+        if not names:
+            raise ToleranceError(f"{claim.id}: {rule.text!r} covers none of {comps}")
+        out.append((rule, names))
+    unchecked = set(comps) - {n for _, names in out for n in names}
+    if unchecked:
+        raise ToleranceError(f"{claim.id}: tolerance {claim.tolerance!r} leaves "
+                             f"{sorted(unchecked)} unchecked")
+    return out
+
+
+@dataclass(frozen=True)
+class Outcome:
+    component: str  # "" for a bare value
+    ok: bool
+    text: str  # the comparison, with by how much
+    used: float | None = None  # share of the tolerance used: <= 1 within it (abs, factor);
+    # a rule without a width leaves it None: 0 when ok, inf else
+
+    def __post_init__(self):  # rules compute with numpy; keep report.json plain
+        object.__setattr__(self, "ok", bool(self.ok))
+        used = (0.0 if self.ok else np.inf) if self.used is None else self.used
+        object.__setattr__(self, "used", float(used))
+
+
+def fmt_number(x) -> str:
+    """A measured or published number (or a list of them), compactly."""
+    if isinstance(x, list):
+        return "[" + ", ".join(fmt_number(v) for v in x) + "]"
+    return f"{x:.4g}" if isinstance(x, float) else str(x)
+
+
+def _abs(rule, name, pub, st, ctx) -> Outcome:
+    p, m = np.atleast_1d(np.asarray(pub, float)), np.atleast_1d(np.asarray(st.mean, float))
+    if p.shape != m.shape:
+        raise NotRun(f"measurement {name or 'value'} has shape {m.shape}, published {p.shape}")
+    dev = float(np.abs(m - p).max())
+    ok = dev <= rule.amount + EPS
+    return Outcome(name, ok, f"{fmt_number(st.mean)} vs {pub}: off by {dev:.2g} "
+                             f"({'<=' if ok else '>'} {rule.amount:g})", dev / rule.amount)
+
+
+def _resolve(pub, ctx):
+    if isinstance(pub, str):
+        m = re.fullmatch(r"(-?)K", pub)
+        if not m or "K" not in ctx:
+            raise NotRun(f"published symbol {pub!r} needs the run's K")
+        return -ctx["K"] if m.group(1) else ctx["K"]
+    return pub
+
+
+def _exact(rule, name, pub, st, ctx) -> Outcome:
+    want = _resolve(pub, ctx)
+    bad = [c for c in st.cells if c != want]
+    seen = dict(sorted(Counter(st.cells).items()))
+    return Outcome(name, not bad, f"all {len(st.cells)} cells = {want}" if not bad
+                   else f"{len(bad)} of {len(st.cells)} cells differ from {want} (seen {seen})")
+
+
+def _factor(rule, name, pub, st, ctx) -> Outcome:
+    if not pub:
+        raise ToleranceError(f"{name}: a factor tolerance needs a nonzero published value")
+    ratio = float(st.mean) / float(pub)
+    used = abs(np.log(ratio)) / np.log(rule.amount) if ratio > 0 else np.inf
+    ok = used <= 1 + EPS
+    return Outcome(name, ok, f"{fmt_number(st.mean)} vs {pub}: ratio {ratio:.3g} "
+                             f"({'within' if ok else 'outside'} factor {rule.amount:g})", used)
+
+
+def _inside_range(rule, name, pub, st, ctx) -> Outcome:
+    lo, hi = ctx["trained_range"]
+    out = [c for c in st.cells if not lo <= c <= hi]
+    return Outcome(name, not out, f"all {len(st.cells)} cells inside [{lo}, {hi}]" if not out
+                   else f"{len(out)} of {len(st.cells)} cells outside [{lo}, {hi}] (e.g. {out[0]})")
+
+
+def _not_below_bound(rule, name, pub, st, ctx) -> Outcome:
+    gaps = np.asarray(st.cells) - np.asarray(ctx["bound"][name].cells)
+    below = int((gaps < 0).sum())
+    text = (f"observed >= bound in all {gaps.size} seeds" if below == 0 else
+            f"below the bound in {below} of {gaps.size} seeds (min gap {gaps.min():.3g})")
+    return Outcome(name, below == 0, text)
+
+
+def _fails(rule, name, pub, st, ctx) -> Outcome:
+    best, worst_ref = max(st.cells), min(ctx["reference"].cells)
+    ok = best <= FAIL_FRACTION * worst_ref
+    return Outcome(name, ok, f"best {best:.3g} {'<=' if ok else '>'} {FAIL_FRACTION:g} x "
+                             f"RoPE's worst {worst_ref:.3g}")
+
+
+def _ordering(rule, names, pubs, stats, ctx) -> list[Outcome]:
+    p_order = list(np.argsort([float(pubs[n]) for n in names]))
+    m_vals = [float(stats[n].mean) for n in names]
+    ok = list(np.argsort(m_vals)) == p_order
+    shown = lambda vals: " vs ".join(f"{n} {fmt_number(v)}" for n, v in zip(names, vals))
+    return [Outcome(",".join(names), ok, f"published {shown([pubs[n] for n in names])}; "
+                                         f"measured {shown(m_vals)}"
+                                         + ("" if ok else ": ordering reversed"))]
+
+
+PER_COMPONENT: dict[str, Callable] = {"abs": _abs, "exact": _exact, "factor": _factor,
+                                      "inside_range": _inside_range,
+                                      "not_below_bound": _not_below_bound, "fails": _fails}
+JOINT: dict[str, Callable] = {"ordering": _ordering}  # rules over a group of components
+
+
+def apply_rules(claim: Claim, measured: Measured) -> list[Outcome]:
+    pubs = components(claim.published)
+    needed = sorted(set(pubs) - set(measured.components))
+    if needed:
+        raise missing(", ".join(f"{claim.experiment} {n or 'value'}" for n in needed))
+    outcomes = []
+    for rule, names in rules_by_component(claim):
+        try:
+            if rule.kind in JOINT:
+                outcomes += JOINT[rule.kind](rule, names, pubs, measured.components,
+                                             measured.context)
+            else:
+                outcomes += [PER_COMPONENT[rule.kind](rule, n, pubs[n], measured.components[n],
+                                                      measured.context) for n in names]
+        except KeyError as err:
+            raise missing(f"{claim.experiment} context {err.args[0]!r} for {rule.text!r}") from err
+    return outcomes
+
+
+# ---------------------------------------------------------------- verdicts
+
+
+@dataclass(frozen=True)
+class Verdict:
+    id: str  # claim or expectation id
+    kind: str  # "claim" or "expect"
+    experiment: str
+    where: str  # publication table/figure; for an expectation, "spec: expect"
+    what: str  # what is measured; for an expectation, the predicate in words
+    published: object  # the published value (None for an expectation)
+    tolerance: str  # the claim's tolerance text; for an expectation, its stated criterion
+    status: str  # matches / differs / not run; holds / fails / not run
+    detail: str  # by how much it differs, or why it did not run, or how it matched
+    measured: dict = field(default_factory=dict)  # component -> {"mean", "sd", "n", "text"}
+    reading: str = ""  # which reading of an ambiguous claim (e.g. of tau) this line checks
+    outcomes: tuple[Outcome, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return self.id + (f" [{self.reading}]" if self.reading else "")
+
+
+def _measured_json(m: Measured) -> dict:
+    return {k: {"mean": s.mean, "sd": s.sd, "n": s.n, "text": s.show()}
+            for k, s in m.components.items()}
+
+
+def check_claim(claim: Claim, results: dict[str, dict], registry: dict) -> list[Verdict]:
+    """One verdict per reading of the claim (one, unless the registry lists several)."""
+    base = dict(id=claim.id, kind="claim", experiment=claim.experiment, where=claim.where,
+                what=claim.what, published=claim.published, tolerance=claim.tolerance)
+    if claim.id not in registry:
+        return [Verdict(**base, status=NOT_RUN, detail="no measurement registered for this claim")]
+    if claim.experiment not in results:
+        return [Verdict(**base, status=NOT_RUN, detail=f"experiment not run: {claim.experiment}")]
+    entry = registry[claim.id]
+    readings = entry if isinstance(entry, dict) else {"": entry}
+    out = []
+    for reading, measure in readings.items():
+        try:
+            measured = measure(results)
+            outcomes = apply_rules(claim, measured)
+        except NotRun as why:
+            out.append(Verdict(**base, status=NOT_RUN, detail=str(why), reading=reading))
+            continue
+        failed = [o for o in outcomes if not o.ok]
+        detail = _detail(failed or outcomes, len(outcomes), bool(failed))
+        if measured.notes:
+            detail += " (" + "; ".join(measured.notes) + ")"
+        out.append(Verdict(**base, status=DIFFERS if failed else MATCHES, detail=detail,
+                           measured=_measured_json(measured), reading=reading,
+                           outcomes=tuple(outcomes)))
+    return out
+
+
+def _detail(shown: list[Outcome], total: int, failed: bool) -> str:
+    """The failing comparisons; or, for a match over many components, the worst deviation."""
+    text = lambda o: f"{o.component + ': ' if o.component else ''}{o.text}"
+    if failed or len(shown) <= 2:
+        return "; ".join(text(o) for o in shown)
+    worst = max(shown, key=lambda o: o.used)
+    return f"all {total} checks hold; largest deviation {text(worst)}"
+
+
+@dataclass(frozen=True)
+class Expectation:
+    id: str  # e.g. "multiseed.ape_chance_beyond"
+    experiment: str
+    text: str  # the spec's words this predicate checks
+    criterion: str  # the explicit test, with its numbers
+    predicate: Callable[[dict], tuple[bool, str]]  # results -> (holds, what was seen); NotRun
+
+
+def check_expectation(exp: Expectation, results: dict[str, dict]) -> Verdict:
+    base = dict(id=exp.id, kind="expect", experiment=exp.experiment, where="spec: expect",
+                what=exp.text, published=None, tolerance=exp.criterion)
+    if exp.experiment not in results:
+        return Verdict(**base, status=NOT_RUN, detail=f"experiment not run: {exp.experiment}")
+    try:
+        ok, seen = exp.predicate(results)
+    except NotRun as why:
+        return Verdict(**base, status=NOT_RUN, detail=str(why))
+    return Verdict(**base, status=HOLDS if ok else FAILS, detail=seen)
+
+
+def study_module(study: str):
+    """The study's claim readers (REGISTRY, EXPECTATIONS), as its package declares them."""
+    return importlib.import_module(declared(study).readers)
+
+
+def check(claims: Claims, results: dict[str, dict], registry: dict | None = None,
+          expectations: list[Expectation] | None = None) -> list[Verdict]:
+    """Every claim (per reading) then every expectation of the study, in file order.
+
+    results: {experiment name: that experiment's results.json as a dict}; an experiment absent
+    from it makes its claims "not run". registry/expectations default to the study's module."""
+    module = study_module(claims.study) if registry is None or expectations is None else None
+    registry = module.REGISTRY if registry is None else registry
+    expectations = module.EXPECTATIONS if expectations is None else expectations
+    verdicts = [v for c in claims.claims for v in check_claim(c, results, registry)]
+    return verdicts + [check_expectation(e, results) for e in expectations]
+
+
+def load_results(dirs: dict[str, Path | str]) -> dict[str, dict]:
+    """{experiment: directory holding results.json} -> {experiment: results dict}; a directory
+    without results.json is left out (its claims then read "not run")."""
+    out = {}
+    for name, d in dirs.items():
+        path = Path(d) / "results.json"
+        if path.exists():
+            out[name] = json.loads(path.read_text())
+    return out

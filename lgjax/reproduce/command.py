@@ -1,0 +1,89 @@
+"""`lgjax reproduce <study>`: run every experiment a study's claims need, then check each claim.
+
+Every experiment runs through the one harness (lgjax.harness.study.run_study) at its published
+scale
+(its Config defaults), reusing finished runs under --ckpt-root; `--quick` runs each at a small
+scale (a few minutes here) under <ckpt-root>/quick and the report says it is reduced. Claims are
+data (lgjax/data/claims/<study>.json); `lgjax.reproduce.claims` maps each id to a measurement.
+Command: lgjax reproduce implicit-bias --quick      (~3-5 min here)
+         lgjax reproduce implicit-bias              (published scale, transformer reduced on CPU)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jax
+
+from lgjax.config import ConfigError
+from lgjax.harness.outputs import check_writable
+from lgjax.harness.study import RunOptions, run_study
+from lgjax.reproduce import claims
+from lgjax.reproduce import report as reproduce_report
+from lgjax.studies import STUDIES
+
+QUICK_RUN = RunOptions(seeds=2, steps=300, batch=64, eval_sequences=256)
+@dataclass(frozen=True)
+class Config:
+    study: str = field(default="implicit-bias", metadata={"positional": True})  # whose claims
+    quick: bool = False  # every experiment at a small scale (minutes); the report says reduced
+    fresh: bool = False  # train everything again (in a new folder) instead of reusing runs
+    only: tuple[str, ...] = ()  # run only these experiments (the others' claims: not run)
+    out: str = "results/reproduce"  # report.md/.html/.json and one folder per experiment
+    ckpt_root: str = "checkpoints"  # run directories (finished ones are reused)
+    progress: bool = True  # progress bars
+    devices: int = 0  # devices the seed axis is split over (0: all that divide the seed count)
+
+
+def experiment_config(name: str, cfg: Config, ckpt_root: Path):
+    """The experiment's published-scale Config (or the quick one), pointed at our folders."""
+    study = STUDIES[cfg.study]
+    module = importlib.import_module(study.commands[name].module)
+    over = dict(study.quick.get(name, {})) if cfg.quick else {}
+    if name in study.on_cpu and not cfg.quick and jax.default_backend() == "cpu":
+        over = dict(study.on_cpu[name])
+    run = dataclasses.replace(QUICK_RUN if cfg.quick else module.Config().run,
+                              **over.pop("run", {}))
+    run = dataclasses.replace(run, out=str(Path(cfg.out) / name), ckpt_root=str(ckpt_root),
+                              progress=cfg.progress, devices=cfg.devices)
+    return module, dataclasses.replace(module.Config(), run=run, **over)
+
+
+def main(cfg: Config) -> dict:
+    reproducible = {n: s.experiments for n, s in STUDIES.items() if s.claims}
+    if cfg.study not in reproducible:
+        raise ConfigError(f"study: unknown study {cfg.study!r}; choose one of "
+                          f"{sorted(reproducible)}")
+    experiments = reproducible[cfg.study]
+    unknown = sorted(set(cfg.only) - set(experiments))
+    if unknown:
+        raise ConfigError(f"--only: {unknown} are not experiments of {cfg.study}; choose from "
+                          f"{', '.join(experiments)}")
+    claim_set = claims.load_claims(cfg.study)
+    root = Path(cfg.ckpt_root) / ("quick" if cfg.quick else "")
+    if cfg.fresh:
+        root = root / f"fresh-{time.strftime('%Y%m%d-%H%M%S')}"
+    check_writable(Path(cfg.out), "--out")
+    names = [n for n in experiments if not cfg.only or n in cfg.only]
+    planned = [(n, *experiment_config(n, cfg, root)) for n in names]
+    walls = {}
+    for name, module, exp_cfg in planned:
+        print(f"== {name}", file=sys.stderr)
+        t0 = time.perf_counter()
+        run_study(module, exp_cfg)
+        walls[name] = time.perf_counter() - t0
+    dirs = {n: Path(cfg.out) / n for n in experiments}
+    results = claims.load_results(dirs)  # what the files hold, also earlier --only runs
+    verdicts = claims.check(claim_set, results)
+    reduced = cfg.quick or any(r.get("reduced") for r in results.values())
+    text = reproduce_report.write_report(verdicts, results, reproduce_report.figures_in(dirs),
+                                         cfg.out, reduced, cfg.study)
+    print(text)
+    print("wall seconds per experiment: " + ", ".join(f"{n} {s:.0f}" for n, s in walls.items())
+          + f"; total {sum(walls.values()):.0f}")
+    return {"verdicts": verdicts, "wall_seconds": walls}

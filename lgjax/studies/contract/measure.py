@@ -1,0 +1,292 @@
+"""The contract study's measurements on trained cells (spec: contract.md, part 2).
+
+Per (task, scheme) cell, every seed: held-out in-range accuracy and loss; shifted accuracy and
+shift consistency under PAD prefixes; accuracy at the extension lengths without intervention,
+with position interpolation and through the retrieval system; the head chosen on in-range data
+(most often attending the evidence), its distance-confusion matrix and failure by relative
+offset; the attention-logit range per head. Across cells: the in-range loss at every checkpoint
+and the matched-training-loss comparison. Evaluation batches for a length are the same for every
+scheme of a task (keys from the seed and the condition), so interventions compare paired.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lgjax import checkpoints, transformer
+from lgjax.config import ModelConfig, TaskConfig
+from lgjax.encodings import ENCODINGS, logit_scale
+from lgjax.harness.study import Trained
+from lgjax.keys import EVAL, seed_keys, stream
+from lgjax.models import vocab_sizes
+from lgjax.studies.contract import readouts as contract_eval
+from lgjax.studies.contract import scores as contracts
+from lgjax.studies.contract import tasks
+from lgjax.tasks import sample_batch
+
+BIN = 4  # distance bin width of the confusion matrices and failure-by-offset curves
+NONLOCAL = 4  # the chosen head misattends "far" when its key is >= this from the evidence
+IN_RANGE, SHIFT = 0, 1000  # EVAL key indices: in-range batch, shift pair (+c); a length L uses L
+LAB = {"ape": "learned", "sinusoidal": "sinusoidal", "relclip": "relative", "rope": "rope",
+       "alibi": "alibi", "nope": "nope"}  # scheme -> its stand-in in the contract lab
+
+
+def query_readout(cfg: ModelConfig, m_in: int, m_out: int):
+    """One sequence -> (logits [m_out], attention [A, L], attention logits [A, L]) of the query
+    row n = length-1, A = layers x heads (layer-major). The logits are recomputed from the
+    captured q/k projections exactly as `lgjax.attention.causal_attention` forms them."""
+    model = transformer.Transformer(cfg, m_in, m_out)
+    enc = ENCODINGS[cfg.encoding]
+
+    def one(params, tokens_L, length):
+        (logits_LxM, att), state = model.apply(
+            {"params": params}, tokens_L, length, mutable=["intermediates"],
+            capture_intermediates=lambda mdl, _: mdl.name in ("query", "key"))
+        n, pos = length - 1, jnp.arange(tokens_L.shape[0])
+        rows = []
+        for i in range(cfg.layers):
+            inter = state["intermediates"][f"block{i}"]
+            q = enc.rotate(inter["query"]["__call__"][0], pos, cfg)[n]
+            k = enc.rotate(inter["key"]["__call__"][0], pos, cfg)
+            bias_LxH = jnp.broadcast_to(enc.bias(params["encoding"], n - pos, cfg),
+                                        (pos.shape[0], cfg.heads))
+            rows.append(jnp.einsum("hd,khd->hk", q, k) * logit_scale(cfg) + bias_LxH.T)
+        A = cfg.layers * cfg.heads
+        return logits_LxM[n], att[:, :, n, :].reshape(A, -1), jnp.stack(rows).reshape(A, -1)
+
+    return one
+
+
+@functools.lru_cache(maxsize=64)
+def _program(cfg: ModelConfig, m_in: int, m_out: int, chunk: int):
+    """jit(params_S, tokens [S, B, L], lengths [S, B]): seeds and chunks of the batch under
+    lax.map (a long batch's attention would not fit at once)."""
+    batched = jax.vmap(query_readout(cfg, m_in, m_out), in_axes=(None, 0, 0))
+
+    def per_seed(params, tokens, lengths):
+        B = tokens.shape[0]
+        split = lambda x: x.reshape(B // chunk, chunk, *x.shape[1:])
+        out = jax.lax.map(lambda a: batched(params, *a), (split(tokens), split(lengths)))
+        return jax.tree.map(lambda x: x.reshape(B, *x.shape[2:]), out)
+
+    return jax.jit(lambda p_S, t_S, n_S: jax.lax.map(lambda a: per_seed(*a), (p_S, t_S, n_S)))
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 3, 4))
+def _sample(draw, task, keys_S, index, args):
+    return jax.vmap(lambda k: draw(task, stream(k, EVAL, index), *args))(keys_S)
+
+
+def sample(task: TaskConfig, seeds, index, *args, draw=sample_batch):
+    """Per seed, draw(task, key, *args) (numpy) with the key of the seed's EVAL stream `index`:
+    a batch (args n, lmin, lmax, Lpad), or with `tasks.sample_shift_pair` a pair (args + shift)."""
+    return jax.tree.map(np.asarray, _sample(draw, task, seed_keys(seeds), index, args))
+
+
+def evidence_of(task: TaskConfig, batch) -> np.ndarray:
+    return np.asarray(tasks.TASKS[task.name].evidence(batch.tokens, batch.length, task))
+
+
+def near_far(task: TaskConfig, batch, correct_SxB) -> dict:
+    if task.name != "ordered_update":
+        return {}
+    far = np.asarray(tasks.distance_bin(batch.tokens, batch.length, task)) == 1
+    mean = lambda m: (correct_SxB * m).sum(1) / np.maximum(m.sum(1), 1)
+    return {"near": mean(~far), "far": mean(far), "far_fraction": far.mean(1)}
+
+
+class Cell:
+    """The measurements of one trained cell (`measure_cell` collects them)."""
+
+    def __init__(self, t: Trained, cfg):
+        self.t, self.cfg = t, cfg
+        self.rc, self.task, self.model = t.config, t.config.task, t.config.model
+        self.params_S, self.seeds = t.states.params, t.config.train.seeds
+        self.lmin, self.lmax = t.config.train.lmin, t.config.train.lmax
+        self.n = cfg.run.eval_sequences
+        self.n_bins = math.ceil(max(cfg.extend) / BIN)
+
+    def run(self, b, model: ModelConfig | None = None, params_S=None) -> list[np.ndarray]:
+        """[logits, attention, attention logits] per seed of batch b through the cell's model and
+        parameters, or through `model` (an intervention) or `params_S` (another checkpoint)."""
+        B = b.tokens.shape[1]
+        chunk = max(k for k in range(1, min(B, 128) + 1) if B % k == 0)
+        program = _program(model or self.model, *vocab_sizes(self.rc), chunk)
+        out = program(self.params_S if params_S is None else params_S, b.tokens, b.length)
+        return [np.asarray(x) for x in out]
+
+    def correct(self, logits, batch):
+        return (logits.argmax(-1) == batch.targets).astype(float)
+
+    def accuracy(self, b, model: ModelConfig | None = None) -> np.ndarray:
+        """[S]: accuracy on batch b (through `model` when given)."""
+        return self.correct(self.run(b, model)[0], b).mean(1)
+
+    @staticmethod
+    def loss(logits, batch) -> np.ndarray:
+        """[S]: mean cross-entropy over the batch."""
+        logz = np.asarray(jax.nn.log_softmax(logits, -1))
+        return -np.take_along_axis(logz, batch.targets[..., None], -1)[..., 0].mean(1)
+
+    def in_range(self) -> dict:
+        b = sample(self.task, self.seeds, IN_RANGE, self.n, self.lmin, self.lmax, self.lmax)
+        logits, att, att_logits = self.run(b)
+        ok = self.correct(logits, b)
+        evidence = evidence_of(self.task, b)
+        rates = contract_eval.hit_rates(att.argmax(-1), evidence)
+        self.head_S = rates.argmax(-1)
+        need, got = self.distances(att, b, evidence)
+        return {"accuracy": ok.mean(1), "loss": self.loss(logits, b), "head": self.head_S,
+                "hit_rate": rates.max(-1), "hit_rates": rates,
+                "logit_range": logit_ranges(att_logits, b), **near_far(self.task, b, ok),
+                "confusion": contract_eval.confusion(need, got, BIN, self.n_bins).tolist()}
+
+    def distances(self, att, b, evidence):
+        """[S, B] distances (from the query) needed and attended by each seed's chosen head."""
+        query = b.length - 1
+        attended = np.take_along_axis(att.argmax(-1), self.head_S[:, None, None], axis=2)[..., 0]
+        return query - evidence, query - attended
+
+    def shifts(self) -> dict:
+        out = {}
+        for c in self.cfg.shifts:
+            plain, moved = sample(self.task, self.seeds, SHIFT + c, self.n, self.lmin,
+                                  self.lmax - c, self.lmax, c, draw=tasks.sample_shift_pair)
+            before, after = self.run(plain)[0], self.run(moved)[0]
+            out[str(c)] = {"accuracy": self.correct(after, moved).mean(1),
+                           "consistency": (before.argmax(-1) == after.argmax(-1)).mean(1)}
+        return out
+
+    def extension(self) -> dict:
+        out, conf, total, hits = {}, 0, 0, 0
+        for L in self.cfg.extend:
+            b = sample(self.task, self.seeds, L, self.n, L, L, L)
+            logits, att, att_logits = self.run(b)
+            ok = self.correct(logits, b)
+            evidence = evidence_of(self.task, b)
+            need, got = self.distances(att, b, evidence)
+            conf = conf + contract_eval.confusion(need, got, BIN, self.n_bins)
+            t, h = contract_eval.failure_by_offset(need, ok, BIN, self.n_bins)
+            total, hits = total + t, hits + h
+            # position interpolation is defined per encoding (readouts.INTERPOLATIONS); a
+            # scheme without one (a plugin's) has no PI column
+            pi = ({"pi": self.interpolation(b, L)}
+                  if self.model.encoding in contract_eval.INTERPOLATIONS else {})
+            out[str(L)] = {"none": ok.mean(1), **pi,
+                           "retrieval": self.retrieval(b, evidence),
+                           "logit_range": logit_ranges(att_logits, b),
+                           "nonlocal": (np.abs(got - need) >= NONLOCAL).mean(1),
+                           **near_far(self.task, b, ok)}
+        out["confusion"] = conf.tolist()
+        out["failure"] = {"bin": BIN, "total": total.tolist(), "correct": hits.tolist()}
+        return out
+
+    def interpolation(self, b, L) -> np.ndarray:
+        with contract_eval.pi_encodings():
+            return self.accuracy(b, contract_eval.interpolated(self.model, L, self.lmax))
+
+    def retrieval(self, b, evidence) -> np.ndarray:
+        start, e = contract_eval.evidence_span(self.task.name, evidence, self.task)
+        idx = np.asarray(contract_eval.retrieval_index(start, e, b.length, self.lmax))
+        kept = b._replace(tokens=np.take_along_axis(b.tokens, idx, -1),
+                          length=np.full_like(b.length, self.lmax))
+        return self.accuracy(kept)
+
+    def loss_curve(self) -> dict:
+        """In-range loss (probe batch) at every saved checkpoint: the training trajectory."""
+        n = self.cfg.probe_sequences
+        b = sample(self.task, self.seeds, IN_RANGE, n, self.lmin, self.lmax, self.lmax)
+        steps, losses = [], []
+        with checkpoints.open_run(self.t.run_dir)[1] as run:  # for reading
+            for step in sorted(run.steps()):
+                steps.append(step)
+                losses.append(self.loss(self.run(b, params_S=run.restore(step).params)[0], b))
+        return {"steps": steps, "loss": np.asarray(losses)}
+
+
+def logit_ranges(att_logits, b) -> np.ndarray:
+    """[S, A]: mean over sequences of each head's logit range at the query."""
+    return contract_eval.logit_range(att_logits, b.length).mean(1)
+
+
+def parameter_counts(t: Trained) -> dict:
+    one = jax.tree.map(lambda x: x[0], t.states.params)
+    count = lambda tree: int(sum(np.size(x) for x in jax.tree.leaves(tree)))
+    total, enc, m = count(one), count(one["encoding"]), t.config.model
+    # APE rows past the trained range are never read in training
+    trained = m.enc.train_max * m.d if m.encoding == "ape" else enc
+    return {"total": total, "encoding": enc, "encoding_trained": trained,
+            "total_trained": total - enc + trained}
+
+
+def measure_cell(cfg, t: Trained) -> dict:
+    cell = Cell(t, cfg)
+    in_range = cell.in_range()  # first: it chooses the head the extension readouts follow
+    return {"in_range": in_range, "shift": cell.shifts(), "extend": cell.extension(),
+            "curve": cell.loss_curve(), "params": parameter_counts(t),
+            "train_seconds": t.seconds}
+
+
+def matched_loss(cfg, trained: dict, cells: dict) -> dict:
+    """Schemes compared at equal in-range loss: per task, the level every learnable scheme
+    reached (the highest of their lowest seed-mean losses); each seed's first checkpoint at or
+    below it, evaluated at the extension lengths."""
+    out = {}
+    for task, row in cells.items():
+        learnable = {s: c for s, c in row.items()
+                     if np.mean(c["in_range"]["accuracy"]) >= cfg.learnable}
+        if not learnable:
+            continue
+        level = max(float(np.asarray(c["curve"]["loss"]).mean(1).min())
+                    for c in learnable.values())
+        out[task] = {"level": level, "schemes": {}}
+        for scheme, c in learnable.items():
+            t = trained[f"contract/{task}/{scheme}"]
+            out[task]["schemes"][scheme] = c["matched"] = matched_cell(cfg, t, c["curve"],
+                                                                        level)
+    return out
+
+
+def matched_cell(cfg, t: Trained, curve: dict, level: float) -> dict:
+    loss_KxS = np.asarray(curve["loss"])
+    steps = np.asarray(curve["steps"])
+    first = np.where((loss_KxS <= level).any(0), (loss_KxS <= level).argmax(0), len(steps) - 1)
+    with checkpoints.open_run(t.run_dir)[1] as run:
+        restored = {int(steps[k]): run.restore(int(steps[k])).params for k in set(first)}
+    params_S = jax.tree.map(lambda *x: np.stack(x), *[
+        jax.tree.map(lambda a, s=s: a[s], restored[int(steps[k])]) for s, k in enumerate(first)])
+    matched = Trained(t.config, t.states._replace(params=params_S), t.run_dir, 0.0)
+    cell = Cell(matched, cfg)
+    acc = [cell.accuracy(sample(cell.task, cell.seeds, L, cell.n, L, L, L)) for L in cfg.extend]
+    return {"step": steps[first], "loss": loss_KxS[first, np.arange(len(first))],
+            "extend": np.mean(acc, 0)}
+
+
+def scheme_order(scheme: str) -> tuple[int, str]:
+    """The lab's order, then any other registered encoding (a plugin's) by name."""
+    return (list(LAB).index(scheme) if scheme in LAB else len(LAB), scheme)
+
+
+def measure_matrix(cfg, trained: dict) -> dict:
+    """Every trained cell (a partial matrix measures what it has), then the cross-cell checks."""
+    cells: dict[str, dict] = {}
+    for name, t in trained.items():
+        task, scheme = Path(name).parts[-2:]
+        cells.setdefault(task, {})[scheme] = measure_cell(cfg, t)
+    any_t = next(iter(trained.values()))
+    return {"tasks": list(cells), "schemes": sorted({s for r in cells.values() for s in r},
+                                                    key=scheme_order),
+            "seeds": list(any_t.config.train.seeds), "steps": any_t.config.train.steps,
+            "batch": any_t.config.train.batch, "train_lengths": list(cfg.train_lengths),
+            "extend": list(cfg.extend), "shifts": list(cfg.shifts),
+            "eval_sequences": cfg.run.eval_sequences, "learnable": cfg.learnable,
+            "cells": cells, "matched": matched_loss(cfg, trained, cells),
+            "lab": contracts.lab(cfg.train_lengths[1], max(cfg.extend), 17), "lab_names": LAB,
+            "vocab_sizes": {t: list(vocab_sizes(trained[f"contract/{t}/{s}"].config))
+                            for t, r in cells.items() for s in r}}

@@ -1,0 +1,38 @@
+"""Why RoPE extrapolates and learned absolute positions pin (spec: implicit-bias.md).
+
+Commands (one module each, a `Config` and the study hooks): the published figures and tables
+(multiseed, shift, prop1, mechanics, frequency, linear, variants, maxmargin, transformer) and the
+checkpoint trajectory analyzer (dynamics). Measurements: analysis (pure metrics), selector (the
+attention-SVM solution), dynamics; figures, tables; claims (the readers of implicit-bias.json).
+"""
+
+from lgjax.harness.declare import Command, StudyDeclaration
+
+_ = f"{__name__}."
+STUDY = StudyDeclaration(
+    name="implicit-bias",
+    package=__name__,
+    commands={
+        "multiseed": Command(_ + "multiseed", "RoPE vs APE accuracy/peak/offset vs length"),
+        "shift": Command(_ + "shift", "mean attention in relative vs absolute coordinates"),
+        "prop1": Command(_ + "prop1", "carrier fractions, carrier profile, decay law"),
+        "mechanics": Command(_ + "mechanics", "margin bound, dynamics, APE pin, sweeps"),
+        "frequency": Command(_ + "frequency", "rotary base sweep: kernel ratios, selection"),
+        "linear": Command(_ + "linear", "linear-attention control vs the softmax head"),
+        "variants": Command(_ + "variants", "ALiBi/T5/RoPE, content-conditioned, heads"),
+        "maxmargin": Command(_ + "maxmargin", "trained W vs the attention-SVM selector"),
+        "transformer": Command(_ + "transformer", "2-layer decoder on the shift task"),
+        "dynamics": Command(_ + "dynamics", "metrics over training, read from a run's checkpoints"),
+    },
+    experiments=("multiseed", "shift", "prop1", "frequency", "linear", "variants", "mechanics",
+                 "maxmargin", "transformer"),
+    claims="implicit-bias.json",
+    readers=_ + "claims",
+    quick={
+        "maxmargin": {"n_seqs": 32, "iters": 300, "analyze_steps": (0, 64, 300)},
+        "mechanics": {"ape_seeds": 1, "dyn_eval": 64},
+        "transformer": {"d": 64, "run": {"seeds": 1}},
+    },
+    # the reference 8000 steps at d = 192 are for accelerators
+    on_cpu={"transformer": {"d": 64, "run": {"steps": 1000, "batch": 64, "eval_sequences": 256}}},
+)

@@ -1,0 +1,178 @@
+"""realizability-train: the trained side of the realizability study, one grid program per
+(tier, encoding), every (task x seed) of it in one compiled program (lgjax.grid).
+
+Spec: realizability.md, "The trained side". Published scale (the defaults): encodings ape (learned
+absolute, clamped past L0), NoPE, ALiBi (geometric slopes), sinusoidal, RoPE; ten tasks; seeds 0..4;
+tiers 1L1H, 2L4H, 4L4H (pre-LN decoder, MLP 4d GELU, d = 64, 12 content tokens); Adam lr 1e-3,
+no weight decay, batch 64, 3000 steps, every sequence exactly L0 = 20 long; LG@L = accuracy on
+rows i >= L0 at L in {30, 40, 50, 60, 80}, all-row accuracy beside it, train accuracy at L0.
+Command: lgjax realizability-train --ckpt-root /work/runs/realizability
+  Programs live in <ckpt-root>/<name>/<tier>/<encoding>/ (config.json, checkpoints,
+  results.json). A measured program (results.json there) is skipped; an unfinished one
+  continues from its newest intact checkpoint with --resume. Cost here
+  (benchmarks/bench_grid.py): 8.5, 18.6 and 37 ms of CPU time per cell-step at 1L1H, 2L4H and
+  4L4H; a tier is 5 x 50 cells x 3000 steps, so ~1.8, 3.9 and 7.8 CPU-hours, i.e. hours of wall
+  time per tier on this shared 2-core CPU: run it in the background and rerun with --resume.
+Expect: see realizability-report, which sets these numbers beside alpha.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from lgjax import grid
+from lgjax.checkpoints import step_folders
+from lgjax.config import ConfigError, ModelConfig, TrainConfig
+from lgjax.encodings import AlibiOptions, ApeOptions, RopeOptions
+from lgjax.harness.study import RunOptions, Trained
+from lgjax.studies.realizability import score as R
+
+ENCODING_OPTIONS = {  # Config -> the options an encoding trains with (the rest: defaults)
+    "ape": lambda cfg: ApeOptions(oob="clamp", train_max=cfg.L0, size=max(cfg.test_lengths)),
+    "alibi": lambda cfg: AlibiOptions(slopes="geometric"),
+    "rope": lambda cfg: RopeOptions(scale=cfg.rope_scale),
+}
+PROGRAM_RESULTS = "results.json"
+SCALE = ("tiers", "encodings", "tasks", "test_lengths")  # grid axes: reduced when one is cut
+
+
+@dataclass(frozen=True)
+class Config:
+    tiers: tuple[str, ...] = ("1L1H", "2L4H", "4L4H")  # model tiers <layers>L<heads>H, in order
+    encodings: tuple[str, ...] = ("ape", "nope", "alibi", "sinusoidal", "rope")  # one program each
+    tasks: tuple[str, ...] = R.TASK_NAMES  # task rows: name, or skip-k (offset k) / pos-k (slot k)
+    L0: int = 20  # every training sequence has exactly this length
+    test_lengths: tuple[int, ...] = (30, 40, 50, 60, 80)  # LG@L: accuracy on rows i >= L0
+    d: int = 64  # model width
+    vocab: int = 12  # content tokens
+    lr: float = 1e-3  # Adam learning rate (default betas, no weight decay)
+    chunk: int = 250  # steps per compiled loop call (progress-line granularity)
+    ckpt_every: int = 500  # checkpoint interval in steps (the last two are kept)
+    seed_axis: str = "blocks"  # one task's seeds inside the program: vmap, map or blocks
+    layout: str = "serial"  # how cells share a program: serial|tasks (CPU) or flat (accelerator)
+    rope_scale: float = 1.0  # RoPE frequency scale (the spec's frequency-scale rows)
+    name: str = "realizability"  # programs live in <ckpt-root>/<name>/<tier>/<encoding>/
+    run: RunOptions = RunOptions(seeds=5, steps=3000, batch=64, eval_sequences=1024,
+                                 out="results/realizability-train")  # shared options
+
+
+def tier_shape(tier: str) -> tuple[int, int]:
+    m = re.fullmatch(r"(\d+)L(\d+)H", tier)
+    if not m or int(m[1]) < 1 or int(m[2]) < 1:
+        raise ConfigError(f"--tiers: {tier!r} is not <layers>L<heads>H (e.g. 2L4H)")
+    return int(m[1]), int(m[2])
+
+
+def program_grid(cfg: Config, tier: str, encoding: str) -> grid.Grid:
+    layers, heads = tier_shape(tier)
+    model = ModelConfig(encoding=encoding, arch="transformer", layers=layers, heads=heads,
+                        d=cfg.d, query="all",
+                        enc=ENCODING_OPTIONS.get(encoding, lambda c: None)(cfg))
+    t = TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch, lr=cfg.lr, lmin=cfg.L0,
+                    lmax=cfg.L0, seeds=tuple(range(cfg.run.seeds)), chunk=cfg.chunk,
+                    ckpt_every=cfg.ckpt_every, seed_axis=cfg.seed_axis)
+    return grid.Grid(tuple(R.task_config(n, cfg.vocab) for n in cfg.tasks), model, t,
+                     layout=cfg.layout)
+
+
+def program_name(cfg: Config, tier: str, encoding: str) -> str:
+    """The program's run directory under --ckpt-root."""
+    return f"{cfg.name}/{tier}/{encoding}"
+
+
+def programs(cfg: Config) -> dict[str, tuple[str, str, grid.Grid]]:
+    """Every program, tier-major: {run name: (tier, encoding, grid)}."""
+    return {program_name(cfg, tier, enc): (tier, enc, program_grid(cfg, tier, enc))
+            for tier in cfg.tiers for enc in cfg.encodings}
+
+
+def program_dir(cfg: Config, tier: str, encoding: str) -> Path:
+    return Path(cfg.run.ckpt_root) / program_name(cfg, tier, encoding)
+
+
+def eval_lengths(cfg: Config) -> tuple[int, ...]:
+    return (cfg.L0, *cfg.test_lengths)
+
+
+def measured(cfg: Config, path: Path, g: grid.Grid) -> dict | None:
+    """The program's saved measurement (its results.json), when it is of this very grid and
+    evaluation; such a program needs no training and no evaluation."""
+    f = path / PROGRAM_RESULTS
+    if not f.is_file():
+        return None
+    res = json.loads(f.read_text())
+    # compared as configs, not dicts: fields added since the run was saved take their defaults
+    same = (grid.Grid.from_json(json.dumps(res["grid"])) == g
+            and (res["lengths"], res["eval_sequences"])
+            == (list(cfg.test_lengths), cfg.run.eval_sequences))
+    return res if same else None
+
+
+def check(cfg: Config) -> None:
+    if cfg.run.devices > 1:
+        raise ConfigError("--devices: the grid runner runs on one device; use 0 or 1")
+    if not (cfg.tiers and cfg.encodings and cfg.tasks and cfg.test_lengths):
+        raise ConfigError("--tiers/--encodings/--tasks/--test-lengths: give at least one each")
+    if min(cfg.test_lengths) <= cfg.L0:
+        raise ConfigError(f"--test-lengths: every test length must exceed L0 = {cfg.L0}")
+    for name, (_, _, g) in programs(cfg).items():  # a measurement is never lost for another
+        path = Path(cfg.run.ckpt_root) / name
+        if (path / PROGRAM_RESULTS).is_file() and measured(cfg, path, g) is None \
+                and g.train.steps not in step_folders(path):
+            raise ConfigError(f"{path}/{PROGRAM_RESULTS} holds a measurement of another grid or "
+                              "evaluation and no final checkpoint to measure again; keep "
+                              "--test-lengths/--eval-sequences as they were or choose another "
+                              "--ckpt-root")
+
+
+def runs(cfg: Config) -> dict[str, grid.Grid]:
+    """The programs not measured yet (the harness trains, resumes or reloads them)."""
+    return {name: g for name, (_, _, g) in programs(cfg).items()
+            if measured(cfg, Path(cfg.run.ckpt_root) / name, g) is None}
+
+
+def on_trained(cfg: Config, name: str, t: Trained) -> None:
+    """Measure a program as soon as it is trained and save that in its folder (results.json):
+    a job killed later keeps it."""
+    tier, enc, _ = programs(cfg)[name]
+    t0 = time.perf_counter()
+    ev = grid.evaluate_grid(t.config, t.states.params, eval_lengths(cfg),
+                            cfg.run.eval_sequences, new_from=cfg.L0)
+    acc, new = np.asarray(ev.accuracy), np.asarray(ev.accuracy_new)
+    res = {"tier": tier, "encoding": enc, "tasks": list(cfg.tasks),
+           "seeds": list(t.config.train.seeds), "L0": cfg.L0, "lengths": list(cfg.test_lengths),
+           "train_acc": acc[:, :, 0].tolist(), "lg": new[:, :, 1:].tolist(),
+           "acc_all": acc[:, :, 1:].tolist(), "train_seconds": t.seconds,
+           "eval_seconds": time.perf_counter() - t0, "eval_sequences": cfg.run.eval_sequences,
+           "grid": json.loads(t.config.to_json())}
+    (t.run_dir / PROGRAM_RESULTS).write_text(json.dumps(res, indent=1))
+
+
+def measure(cfg: Config, trained: dict[str, Trained]) -> dict:
+    """Every program's saved measurement (on_trained saved those trained now)."""
+    root = Path(cfg.run.ckpt_root)
+    return {"experiment": "realizability-train", "programs": [
+        measured(cfg, root / name, g) for name, (_, _, g) in programs(cfg).items()]}
+
+
+def table(result: dict) -> str:
+    """Seed means per tier x encoding x task: train accuracy and LG at every test length."""
+    lines = []
+    for p in result["programs"]:
+        lengths = p["lengths"]
+        if not lines or lines[-1] != "":
+            lines.append("")
+        lines.append(f"{p['tier']} {p['encoding']}: train acc | LG@" + " ".join(
+            f"{L:>5d}" for L in lengths) + " | all-row acc@" + str(lengths[-1]))
+        for i, task in enumerate(p["tasks"]):
+            lg = np.mean(p["lg"][i], axis=0)
+            lines.append(f"  {task:10s} {np.mean(p['train_acc'][i]):6.3f} |      "
+                         + " ".join(f"{x:5.3f}" for x in lg)
+                         + f" | {np.mean(np.asarray(p['acc_all'][i])[:, -1]):5.3f}")
+    return "\n".join(lines[1:])
