@@ -63,7 +63,7 @@ def test_logit_profile_equals_mean_logit_over_content():
 
 def test_head_metrics_at_init_near_one_over_m():
     cfg = tiny("rope", d=64)
-    cfg = cfg.__class__(cfg.task.__class__("fixed_offset", vocab=20, offset=1), cfg.model,
+    cfg = cfg.__class__(cfg.task.of("fixed_offset", vocab=20, offset=1), cfg.model,
                         cfg.train)
     p = models.init_params(jax.random.key(0), cfg)
     hm = analysis.head_metrics(p, cfg.model, K=1, L=16)

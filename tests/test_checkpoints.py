@@ -1,3 +1,4 @@
+import dataclasses
 import os
 import shutil
 import signal
@@ -86,8 +87,8 @@ def test_different_config_is_refused(run_copy):
 
 def test_checkpoints_without_config_are_refused_never_adopted(run_copy):
     (run_copy / "config.json").unlink()
-    other = CFG.__class__(CFG.task.__class__(**{**CFG.task.__dict__, "offset": 2}), CFG.model,
-                          CFG.train)
+    task = dataclasses.replace(CFG.task, opts=dataclasses.replace(CFG.task.opts, offset=2))
+    other = CFG.__class__(task, CFG.model, CFG.train)
     for attempt in (lambda: checkpoints.check_run_dir(run_copy, other, resume=True),
                     lambda: driver.train_run(other, run_copy, resume=True)):
         with pytest.raises(ConfigError, match=r"steps 0\.\.12\) but no config.json"):

@@ -287,7 +287,7 @@ def table(result: dict) -> str:
 def figure(result: dict, path: Path) -> None:
     """Top: alpha at the focus length, encoding x task. Bottom: alpha against L per encoding
     (task x length). * = not realized at L0; "def" = content-dependent, alpha := 0."""
-    from lgjax.studies.implicit_bias.figures import plt, save
+    from lgjax.harness.outputs import plt, save
     from lgjax.studies.realizability.figures import heat
 
     cfg, lengths = result["config"], result["lengths"]

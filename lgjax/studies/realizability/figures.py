@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lgjax.studies.implicit_bias.figures import plt, save
+from lgjax.harness.outputs import plt, save
 
 
 def _save(fig, out: Path, name: str) -> str:
