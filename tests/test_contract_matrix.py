@@ -26,6 +26,7 @@ from lgjax.studies.contract.verdicts import (
     winner,
     winners,
 )
+from lgjax.tasks import TASKS, sample_batch
 
 # ---- evaluation pieces ------------------------------------------------------------------------
 
@@ -76,9 +77,9 @@ def test_retrieval_keeps_the_label_of_evidence_tasks(name):
     """The retrieved 32-token sequence still answers the same: the anchor's slot, the value after
     the last SET, the token k back (a plain-Python reading of the kept tokens)."""
     cfg = TaskConfig(name, vocab=12)
-    b = jax.jit(tasks.sample_batch, static_argnums=(0, 2, 3, 4, 5))(cfg, jax.random.key(3), 32,
+    b = jax.jit(sample_batch, static_argnums=(0, 2, 3, 4, 5))(cfg, jax.random.key(3), 32,
                                                                    64, 64, 64)
-    ev = tasks.TASKS[name].evidence(b.tokens, b.length, cfg)
+    ev = TASKS[name].evidence(b.tokens, b.length, cfg)
     start, e = contract_eval.evidence_span(name, ev, cfg)
     kept = np.take_along_axis(np.asarray(b.tokens),
                               np.asarray(contract_eval.retrieval_index(start, e, b.length, 32)), -1)
@@ -130,7 +131,7 @@ def test_readout_logits_reproduce_the_attention(encoding):
                    ModelConfig(encoding=encoding, arch="transformer", layers=2, heads=2, d=8),
                    TrainConfig(lmin=6, lmax=10, seeds=(0,)))
     params = jax.jit(models.init_params, static_argnums=1)(jax.random.key(0), rc)
-    b = tasks.sample_batch(rc.task, jax.random.key(1), 4, 6, 10, 10)
+    b = sample_batch(rc.task, jax.random.key(1), 4, 6, 10, 10)
     one = contract_measure.query_readout(rc.model, *models.vocab_sizes(rc))
     logits, att, att_logits = jax.jit(jax.vmap(one, in_axes=(None, 0, 0)))(params, b.tokens,
                                                                            b.length)

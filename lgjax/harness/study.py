@@ -222,8 +222,9 @@ def run_study(module: ModuleType, cfg) -> dict:
     result["measure_seconds"] = time.perf_counter() - t0 - t_train
     result["wall_seconds"] = time.perf_counter() - t0
     result = json.loads(json.dumps(result, default=jsonable))  # what the file holds, exactly
-    if plugins.LOADED:
-        result["plugins"] = list(plugins.LOADED)
+    given = [m for m in plugins.LOADED if not m.startswith("lgjax.")]  # the package's own
+    if given:  # modules (a study's tasks, recorded by its runs) import themselves
+        result["plugins"] = given
     if not is_leader():  # the other processes of a job computed the same result
         return result
     name = name_of(module)
