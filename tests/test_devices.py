@@ -17,7 +17,7 @@ FOUR_DEVICES = textwrap.dedent("""
     sys.path.insert(0, {root!r})
     from tests.conftest import tiny
     from lgjax import checkpoints
-from lgjax.checkpoints import driver
+    from lgjax.checkpoints import driver
     from lgjax import evaluate, train
     assert jax.device_count() == 4
     cfg = tiny(seeds=(0, 1, 2, 3), steps=6)
