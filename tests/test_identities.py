@@ -11,7 +11,8 @@ from lgjax import models, transformer
 from lgjax.config import ModelConfig
 from lgjax.encodings import ENCODINGS, ApeOptions, logit_scale
 
-RELATIVE = ("rope", "alibi", "t5", "relclip", "nope")
+RELATIVE = ("rope", "alibi", "t5", "relclip", "nope", "rope_linear", "rope_ntk", "rope_yarn",
+            "rope_llama3", "xpos")
 ABSOLUTE = ("ape", "sinusoidal")
 
 
