@@ -388,4 +388,4 @@ def np_offsets(L: int) -> np.ndarray:
 
 # ---- the length-extension zoo: each module registers its entries into ENCODINGS ------------
 # (at the end, so that they can import every helper above whichever module is imported first)
-from lgjax import rope_scaling  # noqa: E402, F401
+from lgjax import learned_bias, rope_scaling  # noqa: E402, F401

@@ -12,7 +12,7 @@ from lgjax.config import ModelConfig
 from lgjax.encodings import ENCODINGS, ApeOptions, logit_scale
 
 RELATIVE = ("rope", "alibi", "t5", "relclip", "nope", "rope_linear", "rope_ntk", "rope_yarn",
-            "rope_llama3", "xpos")
+            "rope_llama3", "xpos", "kerple_log", "kerple_power")
 ABSOLUTE = ("ape", "sinusoidal")
 
 
