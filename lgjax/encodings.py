@@ -215,10 +215,16 @@ def ape_table(params, pos, length, cfg: ModelConfig):
     return table[lo] * (1 - frac) + table[hi] * frac
 
 
+def trained_rows(t: TrainConfig) -> int:
+    """Positions 0..n-1 seen in training: train.lmax, or M under randomized positions."""
+    return max(t.lmax, t.random_positions)
+
+
 def ape_horizon(m: ModelConfig, t: TrainConfig) -> int | None:
     """error/untrained read rows from train.lmax on, which never received gradient; clamp maps
     every position onto trained rows; interp/rescale map positions past the table beyond it."""
-    return {"error": t.lmax, "untrained": t.lmax, "clamp": None}.get(m.enc.oob, m.enc.size)
+    n = trained_rows(t)
+    return {"error": n, "untrained": n, "clamp": None}.get(m.enc.oob, m.enc.size)
 
 
 def _validate_ape(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
@@ -232,10 +238,11 @@ def _validate_ape(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
             f"{max_len} is beyond the APE table ({a.size} rows); raise its size or pick "
             "an inference-time fix (oob clamp|interp|rescale)")
     if a.oob == "error":
-        require(max_len <= t.lmax, "model.enc.oob/eval lengths", f"evaluation length {max_len} "
-                f"reads table rows past the trained range (train.lmax={t.lmax}), which never "
-                "received gradient; set oob=untrained to measure them (as the implicit-bias "
-                "study does) or clamp|interp|rescale")
+        rp = f", train.random_positions={t.random_positions}" if t.random_positions else ""
+        require(max_len <= trained_rows(t), "model.enc.oob/eval lengths", f"evaluation length "
+                f"{max_len} reads table rows past the trained range (train.lmax={t.lmax}{rp}), "
+                "which never received gradient; set oob=untrained to measure them (as the "
+                "implicit-bias study does) or clamp|interp|rescale")
     elif a.oob != "untrained":
         require(1 <= a.train_max <= t.lmax, "model.enc.train_max", f"set it to the trained "
                 f"lmax (1..{t.lmax}) for clamp/interp/rescale; a larger value maps positions "
@@ -383,7 +390,6 @@ ENCODINGS: dict[str, Encoding] = {
 def np_offsets(L: int) -> np.ndarray:
     """Offsets delta = t - n for a query at the last of L positions: -(L-1) .. 0."""
     return np.arange(L) - (L - 1)
-
 
 
 # ---- the length-extension zoo: each module registers its entries into ENCODINGS ------------

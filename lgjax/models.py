@@ -95,3 +95,14 @@ def make_apply(run_cfg: RunConfig, path: str | None = None):
     kind = path.split(":", 1)[1]
     return fast.FAST_HEADS[kind](cfg)
 
+
+def make_apply_at(run_cfg: RunConfig):
+    """A batched apply(params, tokens [B, L], lengths [B], positions [B, L]) -> (logits,
+    attention): every sequence's tokens sit at its own positions (increasing; randomized
+    positions in training). The general head or the transformer; never a fast form, whose tables
+    assume the positions 0..L-1."""
+    cfg = run_cfg.model
+    if cfg.arch == "transformer":
+        return transformer.make_apply_at(cfg, *vocab_sizes(run_cfg))
+    return jax.vmap(lambda p, t, n, pos: general_apply(p, t, n, cfg, pos),
+                    in_axes=(None, 0, 0, 0))

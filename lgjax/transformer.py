@@ -79,6 +79,17 @@ def make_apply(cfg: ModelConfig, m_in: int, m_out: int):
     return jax.vmap(one, in_axes=(None, 0, 0))
 
 
+def make_apply_at(cfg: ModelConfig, m_in: int, m_out: int):
+    """Batched, with every sequence's positions [B, L] (randomized positions in training)."""
+    model = Transformer(cfg, m_in, m_out)
+
+    def one(p, t, n, pos):
+        logits, att = model.apply({"params": p}, t, n, pos)
+        return (logits[n - 1] if cfg.query == "last" else logits), att
+
+    return jax.vmap(one, in_axes=(None, 0, 0, 0))
+
+
 def apply_with_keys(cfg: ModelConfig, m_in: int, m_out: int):
     """Batched apply that also returns every layer's pre-rotation keys [B, layers, L, H, dh]."""
     model = Transformer(cfg, m_in, m_out)
