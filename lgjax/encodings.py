@@ -83,7 +83,8 @@ class Encoding:
     bias: Callable = _no_bias  # (params, dist int [...], cfg) -> [..., H] added to the logits
     validate: Callable[[ModelConfig, TrainConfig, int], None] = lambda m, t, n: None
     options: type = NoOptions  # its hyperparameters: a frozen dataclass with defaults
-    # True when the embedding does not depend on the sequence length (the fast head needs it)
+    # True when the embedding (or rotation) does not depend on the sequence length (the fast
+    # head needs it; rope_dynamic's rotation does)
     length_free: Callable[[ModelConfig], bool] = lambda cfg: True
     # first position whose kernel reads a parameter never trained (None: defined everywhere)
     horizon: Callable[[ModelConfig, TrainConfig], int | None] = lambda m, t: None
