@@ -18,16 +18,18 @@ def attend(logits, valid, cfg: ModelConfig):
     return jax.nn.softmax(jnp.where(valid, logits, NEG), axis=-1)
 
 
-def causal_attention(q_LxHxD, k_LxHxD, v_LxHxD, length, enc_params, cfg: ModelConfig):
+def causal_attention(q_LxHxD, k_LxHxD, v_LxHxD, length, enc_params, cfg: ModelConfig,
+                     pos_L=None):
     """Every row attends to keys t <= row (and t < length); q and k come already rotated (for
-    rotary encodings), a bias encoding adds its logit bias by distance here.
-    Returns (output [L, H, dh], attention [H, L, L])."""
+    rotary encodings), a bias encoding adds its logit bias between the rows' positions here
+    (`pos_L`, increasing; None: 0..L-1). Returns (output [L, H, dh], attention [H, L, L])."""
     enc = ENCODINGS[cfg.encoding]
-    pos = jnp.arange(q_LxHxD.shape[0])
+    idx = jnp.arange(q_LxHxD.shape[0])
+    pos = idx if pos_L is None else pos_L
     logits_HxLxL = jnp.einsum("qhd,khd->hqk", q_LxHxD, k_LxHxD) * logit_scale(cfg)
-    bias_LxLxH = jnp.broadcast_to(enc.bias(enc_params, pos[:, None] - pos[None, :], cfg),
-                                  (pos.shape[0], pos.shape[0], cfg.heads))
+    bias_LxLxH = jnp.broadcast_to(enc.logit_bias(enc_params, pos[:, None], pos[None, :], cfg),
+                                  (idx.shape[0], idx.shape[0], cfg.heads))
     logits_HxLxL = logits_HxLxL + jnp.moveaxis(bias_LxLxH, -1, 0)
-    valid_LxL = (pos[None, :] <= pos[:, None]) & (pos[None, :] < length)
+    valid_LxL = (idx[None, :] <= idx[:, None]) & (idx[None, :] < length)
     att_HxLxL = attend(logits_HxLxL, valid_LxL, cfg)
     return jnp.einsum("hqk,khd->qhd", att_HxLxL, v_LxHxD), att_HxLxL

@@ -131,6 +131,7 @@ class TrainConfig:
     ckpt_early: int = 64  # checkpoints at 1, 2, 4, ... up to this step before the regular ones
     chunk: int = 250  # longest run of steps inside one compiled loop call (progress granularity)
     seed_axis: str = "auto"  # vmap, map, blocks (lax.map of 8-wide vmaps) or auto (= blocks)
+    random_positions: int = 0  # M: train at sorted random positions drawn from [0, M); 0 = off
 
 
 @dataclass(frozen=True)

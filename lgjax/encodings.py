@@ -10,6 +10,18 @@ transformer and the analyzer call all of them and never ask which ones an encodi
   validate(model_cfg, train_cfg, max_len)         raises ConfigError before any compile
   horizon(model_cfg, train_cfg) -> int | None     first position whose kernel reads a parameter
                                                   never trained (None: defined everywhere)
+Three optional behaviours, for encodings the ones above cannot state (None: the defaults, which
+are exactly the calls above, so an encoding without them computes what it did before them):
+  rotate_qk(q, k, pos [L], length, cfg) -> (q, k) q and k turned differently (xPos) or by the
+                                                  sequence length (dynamic NTK); default
+                                                  (rotate(q), rotate(k))
+  pair_bias(params, q_pos, k_pos, cfg) -> [..., H] a bias that reads the query position too
+                                                  (FIRE); default bias(params, q_pos - k_pos)
+  fast_rotation(L, cfg) -> R [L, F, 2, 2]         the rotary fast head's map per offset (numpy);
+                                                  default the rotation by delta * rope_freqs
+The call sites use `enc.rotate_pair(...)` and `enc.logit_bias(...)`, which dispatch to them.
+`per_layer`: the transformer gives every block its own copy of the encoding's params (FIRE's
+MLP); otherwise one copy is shared by the blocks.
 `kind` says which behaviour carries the position ("additive", "rotary", "bias", "none"); only
 the exact fast head (lgjax.fast), which has one form per kind, reads it.
 An encoding's hyperparameters are its own `options`, a frozen dataclass with defaults (RoPE's
@@ -74,10 +86,30 @@ class Encoding:
     bias: Callable = _no_bias  # (params, dist int [...], cfg) -> [..., H] added to the logits
     validate: Callable[[ModelConfig, TrainConfig, int], None] = lambda m, t, n: None
     options: type = NoOptions  # its hyperparameters: a frozen dataclass with defaults
-    # True when the embedding does not depend on the sequence length (the fast head needs it)
+    # True when the embedding (or rotation) does not depend on the sequence length (the fast
+    # head needs it; rope_dynamic's rotation does)
     length_free: Callable[[ModelConfig], bool] = lambda cfg: True
     # first position whose kernel reads a parameter never trained (None: defined everywhere)
     horizon: Callable[[ModelConfig, TrainConfig], int | None] = lambda m, t: None
+    # (q, k, pos [L], length, cfg) -> (q, k); None: rotate(q), rotate(k)
+    rotate_qk: Callable | None = None
+    # (params, q_pos [...], k_pos [...], cfg) -> [..., H]; None: bias(params, q_pos - k_pos)
+    pair_bias: Callable | None = None
+    # rotary fast head: (L, cfg) -> R [L, F, 2, 2]; None: rotation_tensor(L, rope_freqs(cfg))
+    fast_rotation: Callable | None = None
+    per_layer: bool = False  # transformer: each block owns its params (False: shared by blocks)
+
+    def rotate_pair(self, q, k, pos, length, cfg):
+        """q and k [L, H, dh] of a sequence of `length` tokens at positions `pos`, turned."""
+        if self.rotate_qk is None:
+            return self.rotate(q, pos, cfg), self.rotate(k, pos, cfg)
+        return self.rotate_qk(q, k, pos, length, cfg)
+
+    def logit_bias(self, params, q_pos, k_pos, cfg):
+        """The logit bias [..., H] between queries at q_pos and keys at k_pos (broadcast)."""
+        if self.pair_bias is None:
+            return self.bias(params, q_pos - k_pos, cfg)
+        return self.pair_bias(params, q_pos, k_pos, cfg)
 
 
 def float_dtype():
@@ -125,6 +157,13 @@ def rotate(x_LxHxD, pos_L, freqs_F):
     x1, x2 = x_LxHxD[..., 0::2], x_LxHxD[..., 1::2]
     out = jnp.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
     return out.reshape(x_LxHxD.shape)
+
+
+def rotation_tensor(L: int, freqs_F: np.ndarray) -> np.ndarray:
+    """R[l, f, a, b]: the 2x2 rotation by delta_l * theta_f, delta_l = l - (L-1) (a constant)."""
+    ang_LxF = np_offsets(L)[:, None] * freqs_F.astype(np.float64)[None, :]
+    c, s = np.cos(ang_LxF), np.sin(ang_LxF)
+    return np.stack([np.stack([c, -s], -1), np.stack([s, c], -1)], -2).astype(np.float32)
 
 
 def rope_rotate(x_LxHxD, pos_L, cfg: ModelConfig):
@@ -180,10 +219,16 @@ def ape_table(params, pos, length, cfg: ModelConfig):
     return table[lo] * (1 - frac) + table[hi] * frac
 
 
+def trained_rows(t: TrainConfig) -> int:
+    """Positions 0..n-1 seen in training: train.lmax, or M under randomized positions."""
+    return max(t.lmax, t.random_positions)
+
+
 def ape_horizon(m: ModelConfig, t: TrainConfig) -> int | None:
     """error/untrained read rows from train.lmax on, which never received gradient; clamp maps
     every position onto trained rows; interp/rescale map positions past the table beyond it."""
-    return {"error": t.lmax, "untrained": t.lmax, "clamp": None}.get(m.enc.oob, m.enc.size)
+    n = trained_rows(t)
+    return {"error": n, "untrained": n, "clamp": None}.get(m.enc.oob, m.enc.size)
 
 
 def _validate_ape(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
@@ -197,10 +242,11 @@ def _validate_ape(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
             f"{max_len} is beyond the APE table ({a.size} rows); raise its size or pick "
             "an inference-time fix (oob clamp|interp|rescale)")
     if a.oob == "error":
-        require(max_len <= t.lmax, "model.enc.oob/eval lengths", f"evaluation length {max_len} "
-                f"reads table rows past the trained range (train.lmax={t.lmax}), which never "
-                "received gradient; set oob=untrained to measure them (as the implicit-bias "
-                "study does) or clamp|interp|rescale")
+        rp = f", train.random_positions={t.random_positions}" if t.random_positions else ""
+        require(max_len <= trained_rows(t), "model.enc.oob/eval lengths", f"evaluation length "
+                f"{max_len} reads table rows past the trained range (train.lmax={t.lmax}{rp}), "
+                "which never received gradient; set oob=untrained to measure them (as the "
+                "implicit-bias study does) or clamp|interp|rescale")
     elif a.oob != "untrained":
         require(1 <= a.train_max <= t.lmax, "model.enc.train_max", f"set it to the trained "
                 f"lmax (1..{t.lmax}) for clamp/interp/rescale; a larger value maps positions "
@@ -348,3 +394,8 @@ ENCODINGS: Registry = Registry("encoding", {
 def np_offsets(L: int) -> np.ndarray:
     """Offsets delta = t - n for a query at the last of L positions: -(L-1) .. 0."""
     return np.arange(L) - (L - 1)
+
+
+# ---- the length-extension zoo: each module registers its entries into ENCODINGS ------------
+# (at the end, so that they can import every helper above whichever module is imported first)
+from lgjax import learned_bias, rope_scaling  # noqa: E402, F401

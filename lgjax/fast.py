@@ -5,7 +5,9 @@ is an entry of a small table built once per step from the parameters:
 
   relative kinds (rotary, bias, none), in offset coordinates delta = t - n:
       logit(u, v, delta) = (W_Q E_u)^T R_delta (W_K E_v) * scale + bias(-delta)
-    a [m_q, m_k, H, L] table; a sequence reads entry (query token, key token, offset).
+    a [m_q, m_k, H, L] table; a sequence reads entry (query token, key token, offset). R_delta
+    is the encoding's `fast_rotation` (RoPE's rotation by default); a bias that reads the query
+    position too (`pair_bias`, FIRE) is a second [n, delta, H] table read at the query's n.
   additive kind (absolute positions), with z = E_v + p_t split into a token part and a position
   part, logit = [E_u; p_n]-side row  x  [E_v; p_t]-side column of one [(m+L), (m+L), H] table.
 
@@ -20,11 +22,18 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from lgjax.attention import attend
 from lgjax.config import ModelConfig
-from lgjax.encodings import ENCODINGS, d_head, heads_split, logit_scale, np_offsets, rope_freqs
+from lgjax.encodings import (
+    ENCODINGS,
+    d_head,
+    heads_split,
+    logit_scale,
+    np_offsets,
+    rope_freqs,
+    rotation_tensor,
+)
 
 
 def _value_table(params, z_ZxD, cfg):
@@ -34,16 +43,12 @@ def _value_table(params, z_ZxD, cfg):
     return jnp.einsum("zhd,ohd->hzo", v_ZxHxD, u_OxHxD)
 
 
-def rotation_tensor(L: int, freqs_F: np.ndarray) -> np.ndarray:
-    """R[l, f, a, b]: the 2x2 rotation by delta_l * theta_f, delta_l = l - (L-1) (a constant)."""
-    ang_LxF = np_offsets(L)[:, None] * freqs_F.astype(np.float64)[None, :]
-    c, s = np.cos(ang_LxF), np.sin(ang_LxF)
-    return np.stack([np.stack([c, -s], -1), np.stack([s, c], -1)], -2).astype(np.float32)
-
-
 def rotary_content(q_UxHxFx2, k_VxHxFx2, L: int, cfg: ModelConfig):
-    """(W_Q E_u)^T R_delta (W_K E_v) for every offset: [U, V, H, L]."""
-    rot = rotation_tensor(L, rope_freqs(cfg))
+    """(W_Q E_u)^T R_delta (W_K E_v) for every offset: [U, V, H, L]; R_delta is the encoding's
+    own map between a query and a key delta apart (`fast_rotation`), RoPE's rotation by
+    default."""
+    fast_rotation = ENCODINGS[cfg.encoding].fast_rotation
+    rot = fast_rotation(L, cfg) if fast_rotation else rotation_tensor(L, rope_freqs(cfg))
     k_VxHxLxFx2 = jnp.einsum("lfab,vhfb->vhlfa", rot, k_VxHxFx2)
     return jnp.einsum("uhfa,vhlfa->uvhl", q_UxHxFx2, k_VxHxLxFx2)
 
@@ -68,7 +73,18 @@ def relative_tables(content, params, L: int, cfg: ModelConfig):
     return flat_NxH, _value_table(params, E, cfg)
 
 
-def relative_seq(tables, tokens_L, length, cfg: ModelConfig):
+def query_bias_table(params, L: int, cfg: ModelConfig):
+    """A bias that reads the query position too (`pair_bias`, FIRE): [n, delta, H] for every
+    query n and offset column (key at n + delta); None for every other encoding."""
+    enc = ENCODINGS[cfg.encoding]
+    if enc.pair_bias is None:
+        return None
+    n_Nx1 = jnp.arange(L)[:, None]
+    bias = enc.pair_bias(params, n_Nx1, n_Nx1 + jnp.asarray(np_offsets(L))[None, :], cfg)
+    return jnp.broadcast_to(bias, (L, L, cfg.heads))
+
+
+def relative_seq(tables, tokens_L, length, cfg: ModelConfig, query_bias_NxLxH=None):
     """Work in offset coordinates: column j holds the key at delta = j - (L-1)."""
     flat_NxH, val_HxVxO = tables
     L, V = tokens_L.shape[0], val_HxVxO.shape[1]
@@ -80,6 +96,8 @@ def relative_seq(tables, tokens_L, length, cfg: ModelConfig):
     # data-indexed read of the parameter table (its backward is a 4k-entry scatter-add,
     # measured cheaper on XLA CPU than the equivalent one-hot contraction)
     logits_HxL = jnp.take(flat_NxH, (tokens_L[n] * V + rel_tok) * L + pos, axis=0).T
+    if query_bias_NxLxH is not None:  # the query's own row of the [n, delta, H] table
+        logits_HxL = logits_HxL + jnp.take(query_bias_NxLxH, n, axis=0).T
     att_HxL = attend(logits_HxL, valid[None, :], cfg)
     onehot_LxV = jax.nn.one_hot(rel_tok, V) * valid[:, None]
     out_O = jnp.einsum("hv,hvo->o", att_HxL @ onehot_LxV, val_HxVxO)
@@ -98,7 +116,8 @@ def additive_tables(params, L: int, cfg: ModelConfig):
     return tab_ZxZxH, _value_table(params, z_ZxD, cfg)
 
 
-def additive_seq(tables, tokens_L, length, cfg: ModelConfig):
+def additive_seq(tables, tokens_L, length, cfg: ModelConfig, query_bias=None):
+    """(query_bias: always None; an additive encoding has no pair_bias.)"""
     tab_ZxZxH, val_HxZxO = tables
     L = tokens_L.shape[0]
     m_in = tab_ZxZxH.shape[0] - L
@@ -116,8 +135,11 @@ def additive_seq(tables, tokens_L, length, cfg: ModelConfig):
 def _batched(make_tables, seq_fn):
     def factory(cfg: ModelConfig):
         def apply(params, tokens_BxL, lengths_B):
-            tables = make_tables(params, tokens_BxL.shape[1], cfg)
-            return jax.vmap(lambda t, n: seq_fn(tables, t, n, cfg))(tokens_BxL, lengths_B)
+            L = tokens_BxL.shape[1]
+            tables = make_tables(params, L, cfg)
+            query_bias = query_bias_table(params, L, cfg)
+            return jax.vmap(lambda t, n: seq_fn(tables, t, n, cfg, query_bias))(tokens_BxL,
+                                                                                 lengths_B)
 
         return apply
 

@@ -48,21 +48,22 @@ def init_params(key, cfg: RunConfig) -> dict:
     }
 
 
-def project(params, tokens_L, length, cfg: ModelConfig):
-    """q, k, v per position [L, H, dh] with the encoding applied (rotation or addition)."""
+def project(params, tokens_L, length, cfg: ModelConfig, pos_L=None):
+    """q, k, v per position [L, H, dh] with the encoding applied (rotation or addition), the
+    tokens sitting at positions `pos_L` (None: 0..L-1; randomized positions pass others)."""
     enc = ENCODINGS[cfg.encoding]
-    pos = jnp.arange(tokens_L.shape[0])
+    pos = jnp.arange(tokens_L.shape[0]) if pos_L is None else pos_L
     x_LxD = jax.nn.one_hot(tokens_L, params["embed"].shape[0]) @ params["embed"]
     x_LxD = x_LxD + enc.embed(params, pos, length, cfg)
     q, k, v = (heads_split(x_LxD @ params[w], cfg) for w in ("wq", "wk", "wv"))
-    return enc.rotate(q, pos, cfg), enc.rotate(k, pos, cfg), v
+    return *enc.rotate_pair(q, k, pos, length, cfg), v
 
 
-def general_apply(params, tokens_L, length, cfg: ModelConfig):
+def general_apply(params, tokens_L, length, cfg: ModelConfig, pos_L=None):
     """Reference formulation: project every position, then attend (any query rows)."""
     L = tokens_L.shape[0]
-    o_LxHxD, att_HxLxL = causal_attention(*project(params, tokens_L, length, cfg), length,
-                                          params, cfg)
+    o_LxHxD, att_HxLxL = causal_attention(*project(params, tokens_L, length, cfg, pos_L), length,
+                                          params, cfg, pos_L)
     logits_LxM = o_LxHxD.reshape(L, cfg.d) @ params["readout"].T
     if cfg.query == "last":
         return logits_LxM[length - 1], att_HxLxL[:, length - 1, :]
@@ -93,3 +94,15 @@ def make_apply(run_cfg: RunConfig, path: str | None = None):
         return jax.vmap(lambda p, t, n: general_apply(p, t, n, cfg), in_axes=(None, 0, 0))
     kind = path.split(":", 1)[1]
     return fast.FAST_HEADS[kind](cfg)
+
+
+def make_apply_at(run_cfg: RunConfig):
+    """A batched apply(params, tokens [B, L], lengths [B], positions [B, L]) -> (logits,
+    attention): every sequence's tokens sit at its own positions (increasing; randomized
+    positions in training). The general head or the transformer; never a fast form, whose tables
+    assume the positions 0..L-1."""
+    cfg = run_cfg.model
+    if cfg.arch == "transformer":
+        return transformer.make_apply_at(cfg, *vocab_sizes(run_cfg))
+    return jax.vmap(lambda p, t, n, pos: general_apply(p, t, n, cfg, pos),
+                    in_axes=(None, 0, 0, 0))

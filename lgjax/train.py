@@ -2,6 +2,9 @@
 
 A seed's keys depend only on its id: init from fold_in(key(seed), INIT), the batch of step s
 from fold_in(fold_in(key(seed), DATA), s). So seed i trains the same alone or among others.
+With `train.random_positions` = M > 0 (Ruoss et al. 2023, randomized positional encodings) the
+tokens of each training sequence sit at a sorted draw of distinct positions from [0, M), keyed
+off the step's data key (`POSITIONS`); evaluation keeps the positions 0..L-1.
 Steps run inside one jitted loop per chunk (a fori_loop whose trip count is an argument, so the
 program compiles once for every chunk length); checkpoints fall on chunk boundaries.
 """
@@ -58,18 +61,40 @@ def init_state(key_data, cfg: RunConfig) -> TrainState:
     return TrainState(params, opt_state, jnp.int32(0), key_data, jnp.int32(-1))
 
 
+# fold_in tag of the positions' key off a step's data key. Not 0 or 1: fold_in(key, i) equals
+# split(key, n)[i] (threefry, partitionable), and the sampler splits the data key in two.
+POSITIONS = 0x706F73
+
+
+def random_positions(key, lengths_B, L: int, M: int):
+    """[B, L] int32: per sequence, its first lengths[b] entries a uniformly drawn set of distinct
+    positions in [0, M) in increasing order; the padding after them M - 1 (never attended)."""
+    def one(k, n):
+        draw_L = jax.random.permutation(k, M)[:L]  # a prefix of a permutation: a uniform subset
+        idx = jnp.arange(L)
+        return jnp.minimum(jnp.sort(jnp.where(idx < n, draw_L, M + idx)), M - 1)
+
+    return jax.vmap(one)(jax.random.split(key, lengths_B.shape[0]), lengths_B).astype(jnp.int32)
+
+
 def make_seed_step(cfg: RunConfig, sample: Callable | None = None) -> Callable:
     """One optimizer step for one seed: state -> (state, loss). `sample(state) -> Batch`
     replaces cfg.task's sampler (the grid runner picks a cell's task there)."""
     t = cfg.train
-    apply = models.make_apply(cfg)
+    M = t.random_positions
+    apply = models.make_apply_at(cfg) if M else models.make_apply(cfg)
     opt = make_optimizer(t)
     sample = sample or (lambda state: tasks.sample_batch(
         cfg.task, stream(state.key, DATA, state.step), t.batch, t.lmin, t.lmax, t.lmax))
 
     def step(state: TrainState):
         batch = sample(state)
-        loss, grads = jax.value_and_grad(loss_fn)(state.params, batch, apply)
+        apply_batch = apply
+        if M:
+            key = jax.random.fold_in(stream(state.key, DATA, state.step), POSITIONS)
+            pos_BxL = random_positions(key, batch.length, batch.tokens.shape[1], M)
+            apply_batch = lambda p, tokens, lengths: apply(p, tokens, lengths, pos_BxL)
+        loss, grads = jax.value_and_grad(loss_fn)(state.params, batch, apply_batch)
         updates, opt_state = opt.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         finite = jnp.isfinite(loss) & jnp.all(jnp.array(

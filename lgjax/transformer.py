@@ -4,7 +4,8 @@ any registered encoding, MLP of width 4d with GELU. Written for one sequence, li
 `apply(params, tokens [L], length) -> (logits [L, m_out], attention [layers, H, L, L])`; the
 params are the plain nested dict linen returns, so a seed axis stacks on every leaf.
 Initialisation is Flax's default (LeCun-normal kernels, N(0, 1) token embedding to match the
-head); the encoding's own params live under "encoding" and are shared by every layer.
+head); the encoding's own params live under "encoding" and are shared by every layer, or, for an
+encoding marked `per_layer` (FIRE), under "block<i>/encoding", one copy per block.
 """
 
 from __future__ import annotations
@@ -22,16 +23,18 @@ class Block(nn.Module):
     cfg: ModelConfig
 
     @nn.compact
-    def __call__(self, x_LxD, length, enc_params):
+    def __call__(self, x_LxD, length, enc_params, pos_L=None):
         cfg, enc = self.cfg, ENCODINGS[self.cfg.encoding]
+        if enc.per_layer:
+            enc_params = self.param("encoding", lambda key: enc.init(key, cfg))
         h = nn.LayerNorm()(x_LxD)
         proj = lambda name: nn.DenseGeneral((cfg.heads, d_head(cfg)), use_bias=False,
                                             name=name)(h)
         q, k, v = proj("query"), proj("key"), proj("value")
         self.sow("intermediates", "keys", k)  # keys before rotation, for carrier fractions
-        pos = jnp.arange(x_LxD.shape[0])
-        q, k = enc.rotate(q, pos, cfg), enc.rotate(k, pos, cfg)
-        o_LxHxD, att_HxLxL = causal_attention(q, k, v, length, enc_params, cfg)
+        pos = jnp.arange(x_LxD.shape[0]) if pos_L is None else pos_L
+        q, k = enc.rotate_pair(q, k, pos, length, cfg)
+        o_LxHxD, att_HxLxL = causal_attention(q, k, v, length, enc_params, cfg, pos_L)
         x_LxD = x_LxD + nn.DenseGeneral(cfg.d, axis=(-2, -1), use_bias=False, name="out")(o_LxHxD)
         h = nn.LayerNorm()(x_LxD)
         h = nn.Dense(cfg.d, name="mlp_out")(nn.gelu(nn.Dense(4 * cfg.d, name="mlp_in")(h)))
@@ -44,14 +47,17 @@ class Transformer(nn.Module):
     m_out: int
 
     @nn.compact
-    def __call__(self, tokens_L, length):
+    def __call__(self, tokens_L, length, pos_L=None):
+        """pos_L: the tokens' positions (increasing); None: 0..L-1."""
         cfg, enc = self.cfg, ENCODINGS[self.cfg.encoding]
-        enc_params = self.param("encoding", lambda key: enc.init(key, cfg))
+        enc_params = {} if enc.per_layer else self.param("encoding",
+                                                         lambda key: enc.init(key, cfg))
         x_LxD = nn.Embed(self.m_in, cfg.d, embedding_init=nn.initializers.normal(1.0))(tokens_L)
-        x_LxD = x_LxD + enc.embed(enc_params, jnp.arange(tokens_L.shape[0]), length, cfg)
+        pos = jnp.arange(tokens_L.shape[0]) if pos_L is None else pos_L
+        x_LxD = x_LxD + enc.embed(enc_params, pos, length, cfg)
         atts = []
         for i in range(cfg.layers):
-            x_LxD, att = Block(cfg, name=f"block{i}")(x_LxD, length, enc_params)
+            x_LxD, att = Block(cfg, name=f"block{i}")(x_LxD, length, enc_params, pos_L)
             atts.append(att)
         logits = nn.Dense(self.m_out, use_bias=False, name="readout")(nn.LayerNorm()(x_LxD))
         return logits, jnp.stack(atts)
@@ -71,6 +77,17 @@ def make_apply(cfg: ModelConfig, m_in: int, m_out: int):
         return (logits[n - 1] if cfg.query == "last" else logits), att
 
     return jax.vmap(one, in_axes=(None, 0, 0))
+
+
+def make_apply_at(cfg: ModelConfig, m_in: int, m_out: int):
+    """Batched, with every sequence's positions [B, L] (randomized positions in training)."""
+    model = Transformer(cfg, m_in, m_out)
+
+    def one(p, t, n, pos):
+        logits, att = model.apply({"params": p}, t, n, pos)
+        return (logits[n - 1] if cfg.query == "last" else logits), att
+
+    return jax.vmap(one, in_axes=(None, 0, 0, 0))
 
 
 def apply_with_keys(cfg: ModelConfig, m_in: int, m_out: int):

@@ -11,7 +11,8 @@ from lgjax import models, transformer
 from lgjax.config import ModelConfig
 from lgjax.encodings import ENCODINGS, ApeOptions, logit_scale
 
-RELATIVE = ("rope", "alibi", "t5", "relclip", "nope")
+RELATIVE = ("rope", "alibi", "t5", "relclip", "nope", "rope_linear", "rope_ntk", "rope_yarn",
+            "rope_llama3", "xpos", "kerple_log", "kerple_power")
 ABSOLUTE = ("ape", "sinusoidal")
 
 
@@ -46,9 +47,10 @@ def _head_logits(params, cfg: ModelConfig, x_LxD) -> jax.Array:
     wq, wk = params["wq"], params["wk"]
     if enc.kind == "rotary":  # the kernel is defined for the content itself, unprojected
         wq = wk = jnp.eye(cfg.d) / jnp.sqrt(logit_scale(cfg))
-    q, k = enc.rotate(split(x_LxD @ wq), pos, cfg), enc.rotate(split(x_LxD @ wk), pos, cfg)
+    q, k = enc.rotate_pair(split(x_LxD @ wq), split(x_LxD @ wk), pos, jnp.int32(L), cfg)
     logits = jnp.einsum("qhd,khd->hqk", q, k) * logit_scale(cfg)
-    bias = jnp.broadcast_to(enc.bias(params, pos[:, None] - pos[None, :], cfg), (L, L, cfg.heads))
+    bias = jnp.broadcast_to(enc.logit_bias(params, pos[:, None], pos[None, :], cfg),
+                            (L, L, cfg.heads))
     return logits + jnp.moveaxis(bias, -1, 0)
 
 

@@ -25,7 +25,10 @@ def _params(cfg):
 @pytest.mark.parametrize("attention", ["softmax", "linear"])
 def test_fast_head_equals_general(encoding, heads, attention):
     cfg = tiny(encoding, heads=heads, attention=attention)
-    assert models.head_path(cfg.model).startswith("fast")
+    # a length-dependent encoding (dynamic NTK) has no fast form: the general head serves it
+    fast_form = ENCODINGS[encoding].length_free(cfg.model)
+    assert models.head_path(cfg.model) == ("fast:" + ENCODINGS[encoding].kind if fast_form
+                                           else "general")
     p, b = _params(cfg), _batch(cfg)
     fast = jax.jit(models.make_apply(cfg))(p, b.tokens, b.length)
     ref = models.make_apply(cfg, "general")(p, b.tokens, b.length)
