@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from lgjax import learned_bias, rope_scaling  # noqa: F401 -- their encodings register here
 from lgjax.encodings import ENCODINGS
 from lgjax.errors import ConfigError, require
 from lgjax.tasks import TASKS
@@ -41,11 +42,16 @@ def _options(kind: str, registry: dict, name: str, given, field: str):
     return entry.options()
 
 
+# the modules whose entries every lgjax process has (config imports them all)
+CORE_PROVIDERS = ("lgjax.encodings", "lgjax.rope_scaling", "lgjax.learned_bias", "lgjax.tasks",
+                  "__main__")
+
+
 def plugin_modules(encodings, tasks) -> list[str]:
     """The modules outside the core that registered these encodings and tasks: a run records
     them with its config (lgjax.plugins) so that reading it later imports them first."""
     mods = {ENCODINGS.providers.get(e) for e in encodings} | {TASKS.providers.get(t) for t in tasks}
-    return sorted(m for m in mods if m and m not in ("lgjax.encodings", "lgjax.tasks", "__main__"))
+    return sorted(m for m in mods if m and m not in CORE_PROVIDERS)
 
 
 def _known(kind: str, registry: dict, name: str, field: str):

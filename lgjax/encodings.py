@@ -394,8 +394,3 @@ ENCODINGS: Registry = Registry("encoding", {
 def np_offsets(L: int) -> np.ndarray:
     """Offsets delta = t - n for a query at the last of L positions: -(L-1) .. 0."""
     return np.arange(L) - (L - 1)
-
-
-# ---- the length-extension zoo: each module registers its entries into ENCODINGS ------------
-# (at the end, so that they can import every helper above whichever module is imported first)
-from lgjax import learned_bias, rope_scaling  # noqa: E402, F401

@@ -180,7 +180,7 @@ def _validate_fire(m, t, max_len) -> None:
 # ---- registry -----------------------------------------------------------------------------
 
 
-ENCODINGS.update({
+_ENTRIES = {
     "kerple_log": Encoding("bias", bias_kernel(kerple_log_bias),
                            init=kerple_init(softplus_inverse), bias=kerple_log_bias,
                            validate=_validate_kerple(None), options=KerpleLogOptions),
@@ -189,4 +189,6 @@ ENCODINGS.update({
                              validate=_validate_kerple(2.0), options=KerplePowerOptions),
     "fire": Encoding("bias", fire_kernel, init=fire_init, pair_bias=fire_bias,
                      validate=_validate_fire, options=FireOptions, per_layer=True),
-})
+}
+for _name, _entry in _ENTRIES.items():
+    ENCODINGS.register(_name, _entry)

@@ -357,7 +357,7 @@ def _static_entry(freqs64, options, validate, gain=lambda cfg: 1.0) -> Encoding:
                     fast_rotation=fast_rotation)
 
 
-ENCODINGS.update({
+_ENTRIES = {
     "rope_linear": _static_entry(linear_freqs64, RopeLinearOptions, _validate_linear),
     "rope_ntk": _static_entry(ntk_freqs64, RopeNtkOptions, _validate_ntk),
     "rope_yarn": _static_entry(yarn_freqs64, RopeYarnOptions, _validate_yarn,
@@ -371,4 +371,6 @@ ENCODINGS.update({
     "xpos": Encoding("rotary", xpos_kernel, rotate=xpos_rotate, rotate_qk=xpos_rotate_qk,
                      validate=_validate_xpos, options=XposOptions,
                      fast_rotation=xpos_fast_rotation),
-})
+}
+for _name, _entry in _ENTRIES.items():
+    ENCODINGS.register(_name, _entry)
