@@ -17,6 +17,8 @@ import re
 
 import numpy as np
 
+from lgjax import models
+from lgjax.config import ModelConfig, RunConfig, TaskConfig  # registers the core's zoo first
 from lgjax.encodings import ENCODINGS, Encoding
 from lgjax.errors import ConfigError
 from lgjax.tasks import TASKS, Task
@@ -66,7 +68,7 @@ def load(modules, source: str = "--plugin") -> list[str]:
                               f"{str(err).splitlines()[0] if str(err) else ''}; fix the module"
                               ) from err
         for registry, check in ((ENCODINGS, check_encoding), (TASKS, check_task)):
-            for key, entry in registry.items():
+            for key, entry in list(registry.items()):
                 if before[registry.kind].get(key) is not entry:
                     try:
                         check(key, entry)
@@ -98,8 +100,6 @@ def check_encoding(name: str, enc) -> None:
     import jax
     import jax.numpy as jnp
 
-    from lgjax import models
-    from lgjax.config import ModelConfig, RunConfig
 
     if not isinstance(enc, Encoding):
         raise TypeError(f"it is a {type(enc).__name__}, not an lgjax.encodings.Encoding")
@@ -134,7 +134,6 @@ def check_task(name: str, task) -> None:
     """Its options' defaults, its target rule and its sampler on one sequence."""
     import jax
 
-    from lgjax.config import TaskConfig
 
     if not isinstance(task, Task):
         raise TypeError(f"it is a {type(task).__name__}, not an lgjax.tasks.Task")
