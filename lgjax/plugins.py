@@ -21,6 +21,7 @@ from lgjax import models
 from lgjax.config import ModelConfig, RunConfig, TaskConfig  # registers the core's zoo first
 from lgjax.encodings import ENCODINGS, Encoding
 from lgjax.errors import ConfigError
+from lgjax.registry import caller_module
 from lgjax.tasks import TASKS, Task
 
 KINDS = ("additive", "rotary", "bias", "none")
@@ -31,20 +32,14 @@ def register_encoding(name: str, encoding: Encoding, replace: bool = False) -> E
     if not isinstance(encoding, Encoding):
         raise ConfigError(f"register_encoding({name!r}): got a {type(encoding).__name__}, not an "
                           "lgjax.encodings.Encoding")
-    return ENCODINGS.register(name, encoding, replace, module=_caller())
+    return ENCODINGS.register(name, encoding, replace, module=caller_module(1))
 
 
 def register_task(name: str, task: Task, replace: bool = False) -> Task:
     if not isinstance(task, Task):
         raise ConfigError(f"register_task({name!r}): got a {type(task).__name__}, not an "
                           "lgjax.tasks.Task")
-    return TASKS.register(name, task, replace, module=_caller())
-
-
-def _caller() -> str:
-    import sys
-
-    return sys._getframe(2).f_globals.get("__name__", "?")
+    return TASKS.register(name, task, replace, module=caller_module(1))
 
 
 def load(modules, source: str = "--plugin") -> list[str]:

@@ -12,7 +12,8 @@ import sys
 from lgjax.errors import ConfigError
 
 
-def _caller_module(depth: int) -> str:
+def caller_module(depth: int) -> str:
+    """The module `depth` frames above the caller of this function (1: the caller's caller)."""
     return sys._getframe(depth + 1).f_globals.get("__name__", "?")
 
 
@@ -23,7 +24,7 @@ class Registry(dict):
     def __init__(self, kind: str, entries: dict):
         super().__init__(entries)
         self.kind = kind
-        self.providers = dict.fromkeys(entries, _caller_module(1))
+        self.providers = dict.fromkeys(entries, caller_module(1))
 
     def register(self, name: str, entry, replace: bool = False, module: str | None = None):
         if name in self and not replace:
@@ -31,11 +32,11 @@ class Registry(dict):
                               f"{self.providers.get(name, '?')}); choose another name or pass "
                               "replace=True to override it")
         dict.__setitem__(self, name, entry)
-        self.providers[name] = module or _caller_module(1)
+        self.providers[name] = module or caller_module(1)
         return entry
 
     def __setitem__(self, name: str, entry):
-        self.register(name, entry, module=_caller_module(1))
+        self.register(name, entry, module=caller_module(1))
 
     def __delitem__(self, name: str):
         dict.__delitem__(self, name)

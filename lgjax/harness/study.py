@@ -209,16 +209,17 @@ def run_study(module: ModuleType, cfg) -> dict:
     t0 = time.perf_counter()
     opts = options(cfg)
     trained = {}
-    for i, (name, rc) in enumerate(runs.items()):
-        trained[name] = train_one(rc, Path(opts.ckpt_root) / name, opts,
-                                  f"{name} [{i + 1}/{len(runs)}]")
-        hook(module, "on_trained")(cfg, name, trained[name])
+    for i, (run, rc) in enumerate(runs.items()):
+        trained[run] = train_one(rc, Path(opts.ckpt_root) / run, opts,
+                                 f"{run} [{i + 1}/{len(runs)}]")
+        hook(module, "on_trained")(cfg, run, trained[run])
     t_train = time.perf_counter() - t0
-    result = {"experiment": name_of(module), "config": dataclasses.asdict(cfg),
+    name = name_of(module)
+    result = {"experiment": name, "config": dataclasses.asdict(cfg),
               "reduced": is_reduced(cfg, hook(module, "SCALE")),
               **module.measure(cfg, trained),
-              "run_dirs": {name: str(t.run_dir) for name, t in trained.items()},
-              "train_seconds": {name: t.seconds for name, t in trained.items()}}
+              "run_dirs": {run: str(t.run_dir) for run, t in trained.items()},
+              "train_seconds": {run: t.seconds for run, t in trained.items()}}
     result["measure_seconds"] = time.perf_counter() - t0 - t_train
     result["wall_seconds"] = time.perf_counter() - t0
     result = json.loads(json.dumps(result, default=jsonable))  # what the file holds, exactly
@@ -227,7 +228,6 @@ def run_study(module: ModuleType, cfg) -> dict:
         result["plugins"] = given
     if not is_leader():  # the other processes of a job computed the same result
         return result
-    name = name_of(module)
     write_outputs(result, out_dir(module, cfg), module.table, hook(module, "figure"), name,
                   lambda out: hook(module, "write_extra")(result, out))
     return result
