@@ -346,7 +346,7 @@ def test_new_encoding_trains_through_the_head(encoding):
 @pytest.mark.parametrize("encoding", ["rope_dynamic", "xpos", "kerple_power", "fire"])
 def test_new_encoding_trains_through_the_transformer(encoding):
     layers = 2 if ENCODINGS[encoding].per_layer else 1
-    cfg = RunConfig(TaskConfig("shift", vocab=8, offset=2),
+    cfg = RunConfig(TaskConfig.of("shift", vocab=8, offset=2),
                     ModelConfig(encoding, arch="transformer", layers=layers, heads=2, d=16,
                                 query="all"),
                     TrainConfig(steps=3, batch=8, lr=1e-2, lmin=6, lmax=10, seeds=(0,),
