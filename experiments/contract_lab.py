@@ -2,7 +2,7 @@
 
 Runnable entry, the same as `lgjax contract-lab`: python experiments/contract_lab.py [flags].
 Its published-scale command, runtime here and what it should show are in the docstring of
-lgjax/experiments/contract_lab.py; `lgjax contract-lab --help` lists every flag.
+lgjax/studies/contract/lab.py; `lgjax contract-lab --help` lists every flag.
 """
 
 import sys

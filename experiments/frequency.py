@@ -2,7 +2,7 @@
 
 Runnable entry, the same as `lgjax frequency`: python experiments/frequency.py [flags].
 Its published-scale command, runtime here and what it should show are in the docstring of
-lgjax/experiments/frequency.py; `lgjax frequency --help` lists every flag.
+lgjax/studies/implicit_bias/frequency.py; `lgjax frequency --help` lists every flag.
 """
 
 import sys

@@ -2,7 +2,7 @@
 
 Runnable entry, the same as `lgjax linear`: python experiments/linear.py [flags].
 Its published-scale command, runtime here and what it should show are in the docstring of
-lgjax/experiments/linear.py; `lgjax linear --help` lists every flag.
+lgjax/studies/implicit_bias/linear.py; `lgjax linear --help` lists every flag.
 """
 
 import sys

@@ -2,7 +2,7 @@
 
 Runnable entry, the same as `lgjax maxmargin`: python experiments/maxmargin.py [flags].
 Its published-scale command, runtime here and what it should show are in the docstring of
-lgjax/experiments/maxmargin.py; `lgjax maxmargin --help` lists every flag.
+lgjax/studies/implicit_bias/maxmargin.py; `lgjax maxmargin --help` lists every flag.
 """
 
 import sys

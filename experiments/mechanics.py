@@ -2,7 +2,7 @@
 
 Runnable entry, the same as `lgjax mechanics`: python experiments/mechanics.py [flags].
 Its published-scale command, runtime here and what it should show are in the docstring of
-lgjax/experiments/mechanics.py; `lgjax mechanics --help` lists every flag.
+lgjax/studies/implicit_bias/mechanics.py; `lgjax mechanics --help` lists every flag.
 """
 
 import sys

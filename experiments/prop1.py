@@ -2,7 +2,7 @@
 
 Runnable entry, the same as `lgjax prop1`: python experiments/prop1.py [flags].
 Its published-scale command, runtime here and what it should show are in the docstring of
-lgjax/experiments/prop1.py; `lgjax prop1 --help` lists every flag.
+lgjax/studies/implicit_bias/prop1.py; `lgjax prop1 --help` lists every flag.
 """
 
 import sys

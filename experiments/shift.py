@@ -2,7 +2,7 @@
 
 Runnable entry, the same as `lgjax shift`: python experiments/shift.py [flags].
 Its published-scale command, runtime here and what it should show are in the docstring of
-lgjax/experiments/shift.py; `lgjax shift --help` lists every flag.
+lgjax/studies/implicit_bias/shift.py; `lgjax shift --help` lists every flag.
 """
 
 import sys

@@ -2,7 +2,7 @@
 
 Runnable entry, the same as `lgjax transformer`: python experiments/transformer.py [flags].
 Its published-scale command, runtime here and what it should show are in the docstring of
-lgjax/experiments/transformer.py; `lgjax transformer --help` lists every flag.
+lgjax/studies/implicit_bias/transformer.py; `lgjax transformer --help` lists every flag.
 """
 
 import sys

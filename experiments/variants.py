@@ -2,7 +2,7 @@
 
 Runnable entry, the same as `lgjax variants`: python experiments/variants.py [flags].
 Its published-scale command, runtime here and what it should show are in the docstring of
-lgjax/experiments/variants.py; `lgjax variants --help` lists every flag.
+lgjax/studies/implicit_bias/variants.py; `lgjax variants --help` lists every flag.
 """
 
 import sys
