@@ -36,6 +36,7 @@ import numpy as np  # noqa: E402
 
 from lgjax import checkpoints, train  # noqa: E402
 from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig  # noqa: E402
+from lgjax.runs import open_run  # noqa: E402
 
 CHILD = """
 import sys, time
@@ -176,7 +177,7 @@ def damage_newest(run: Path, rng: random.Random) -> str | None:
 def compare(run: Path, ref_states: dict) -> list[str]:
     """Every step of `run` against the reference, bitwise; a list of problems."""
     problems = []
-    _, reader = checkpoints.open_run(run)
+    reader = open_run(run)
     with reader:
         states = dict(reader.readable_steps())
         problems += [f"step {s} damaged: {why}" for s, why in reader.damaged.items()]
@@ -225,7 +226,7 @@ def main(argv=None) -> int:
     print(f"reference: {cfg.train.steps} steps, {len(cfg.train.seeds)} seeds, "
           f"{len(checkpoints.step_folders(ref_run))} checkpoints; startup {startup:.1f} s, "
           f"training {train_s:.1f} s")
-    _, reader = checkpoints.open_run(ref_run)
+    reader = open_run(ref_run)
     with reader:
         ref_states = dict(reader.readable_steps())
 

@@ -12,8 +12,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lgjax import checkpoints, keys, tasks
+from lgjax import keys, tasks
 from lgjax.encodings import rope_freqs
+from lgjax.runs import open_run
 from lgjax.studies.implicit_bias import selector as maxmargin
 from lgjax.studies.implicit_bias.maxmargin import active_constraints
 
@@ -40,7 +41,8 @@ def plain_fista(G, valid_A, iters):
 
 
 def main(run_dir: str, step: int | None = None, n_seqs: int = 256) -> None:
-    cfg, run = checkpoints.open_run(run_dir)
+    run = open_run(run_dir)
+    cfg = run.config
     states = run.restore(step)
     run.close()
     t = cfg.train

@@ -5,7 +5,8 @@ The public face (each name imported on first use, so `lgjax --help` stays fast):
   Encoding, Task                        what they register (lgjax.encodings, lgjax.tasks)
   RunConfig, TaskConfig, ModelConfig, TrainConfig, ConfigError   configs (lgjax.config)
   run_study, RunOptions                 the harness (lgjax.harness.study)
-  open_run                              a run directory's config and checkpoints
+  open_run                              a run directory read-only: config, steps, restore(step),
+                                        metrics(), dynamics() (lgjax.runs)
 """
 
 import importlib
@@ -18,7 +19,7 @@ _PUBLIC = {
     "RunConfig": "lgjax.config", "TaskConfig": "lgjax.config", "ModelConfig": "lgjax.config",
     "TrainConfig": "lgjax.config", "ConfigError": "lgjax.config",
     "run_study": "lgjax.harness.study", "RunOptions": "lgjax.harness.study",
-    "open_run": "lgjax.checkpoints",
+    "open_run": "lgjax.runs",
 }
 __all__ = sorted(_PUBLIC)
 

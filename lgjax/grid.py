@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lgjax import evaluate, models, tasks, train
-from lgjax.checkpoints import RunDir
+from lgjax.checkpoints import RunDir, metrics
 from lgjax.config import (
     ConfigError,
     ModelConfig,
@@ -168,6 +168,13 @@ def cell_names(grid: Grid) -> list[str]:
     return [f"{k.name}({knobs(k)}) seed {s}" for k in grid.tasks for s in grid.train.seeds]
 
 
+def cell_labels(grid: Grid) -> list[dict]:
+    """How each cell's rows of metrics.jsonl name it: its index, task and seed."""
+    S = grid.shape[1]
+    return [{"cell": c, "task": name.rsplit(" seed ", 1)[0], "seed": grid.train.seeds[c % S]}
+            for c, name in enumerate(cell_names(grid))]
+
+
 def boundaries(t: TrainConfig, start: int) -> list[int]:
     """Chunk ends after `start`: every t.chunk steps and the last step."""
     return sorted({*range(t.chunk, t.steps + 1, t.chunk), t.steps} - set(range(start + 1)))
@@ -182,15 +189,18 @@ def train_program(grid: Grid, path: Path | str, resume: bool = False,
     loss_C)."""
     t = grid.train
     template = train.abstract_states(grid.cell_config(0), math.prod(grid.shape))
-    with RunDir(path, grid, resume=resume, template=template, keep=2) as run:
+    with RunDir(path, grid, resume=resume, template=template, keep=2) as run, \
+            metrics.Log(path, cell_labels(grid)) as log:
         found = run.restore_latest_intact()
         states = found[1] if found is not None else init_states(grid)
-        runner = runner or make_grid_runner(grid)
         start = int(np.asarray(states.step)[0])
+        log.resume(start)
+        runner = log.watch(runner or make_grid_runner(grid))
         for end in boundaries(t, start):
             states, loss_C = runner(states, jnp.int32(end - start))
             train.check_finite(states, [f"cell {c}" for c in cell_names(grid)])
             if (end % t.ckpt_every == 0 or end == t.steps) and run.needs_save(end):
+                log.flush()  # the rows up to a checkpoint are on disk before it commits
                 run.save(end, states)
             if on_chunk is not None:
                 on_chunk(end, states, loss_C)

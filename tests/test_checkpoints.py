@@ -13,6 +13,7 @@ import pytest
 from lgjax import checkpoints, train
 from lgjax.checkpoints import driver
 from lgjax.config import ConfigError
+from lgjax.runs import open_run
 from tests.conftest import tiny
 
 TINY = ["multiseed", "--encodings", "rope", "--seeds", "2", "--steps", "12", "--batch", "16",
@@ -70,7 +71,7 @@ def test_resume_after_outside_kill_equals_uninterrupted(tmp_path, capsys, runner
     resumed = driver.train_run(CFG, run, resume=True, runner=runner)
     assert "took over the stale lock" in capsys.readouterr().err  # the killed writer's lock
     chex.assert_trees_all_equal(resumed, trained[1])  # bitwise
-    _, reader = checkpoints.open_run(run)
+    reader = open_run(run)
     with reader:
         assert [s for s, _ in reader.readable_steps()] == [0, 1, 2, 4, 8, 12]
     assert not [p for p in run.iterdir() if "tmp" in p.name]
@@ -95,11 +96,12 @@ def test_checkpoints_without_config_are_refused_never_adopted(run_copy):
             attempt()
     assert not (run_copy / "config.json").exists() and not (run_copy / "lgjax.lock").exists()
     with pytest.raises(checkpoints.CheckpointError, match="config.json is missing"):
-        checkpoints.open_run(run_copy)
+        open_run(run_copy)
 
 
 def test_restore_into_abstract_state_roundtrip(trained):
-    loaded_cfg, run = checkpoints.open_run(trained[0])
+    run = open_run(trained[0])
+    loaded_cfg = run.config
     assert loaded_cfg == CFG and run.steps() == [0, 1, 2, 4, 8, 12]
     chex.assert_trees_all_equal(run.restore(), trained[1])
     run.close()
@@ -108,12 +110,12 @@ def test_restore_into_abstract_state_roundtrip(trained):
 
 def test_missing_and_corrupt_config_error_clearly(tmp_path):
     with pytest.raises(checkpoints.CheckpointError, match="does not exist"):
-        checkpoints.open_run(tmp_path / "nowhere")
+        open_run(tmp_path / "nowhere")
     with pytest.raises(checkpoints.CheckpointError, match="config.json is missing"):
-        checkpoints.open_run(tmp_path)
+        open_run(tmp_path)
     (tmp_path / "config.json").write_text("{not json")
     with pytest.raises(checkpoints.CheckpointError, match="corrupt"):
-        checkpoints.open_run(tmp_path)
+        open_run(tmp_path)
 
 
 def test_check_run_dir_writes_nothing(tmp_path):

@@ -8,7 +8,8 @@ import textwrap
 import chex
 import jax
 
-from lgjax import checkpoints, devices, train
+from lgjax import devices, train
+from lgjax.runs import open_run
 from tests.conftest import tiny
 
 FOUR_DEVICES = textwrap.dedent("""
@@ -39,7 +40,7 @@ def test_sharded_over_four_devices_matches_one_and_restores_on_one(tmp_path):
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "OK" in proc.stdout, proc.stderr[-3000:]
     assert jax.device_count() == 1
-    cfg, restored = checkpoints.open_run(run)
+    restored = open_run(run)
     state = restored.restore()
     restored.close()
     chex.assert_trees_all_close(state, train.train(tiny(seeds=(0, 1, 2, 3), steps=6)),

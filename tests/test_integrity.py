@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from lgjax import checkpoints, train
 from lgjax.checkpoints import driver, integrity
+from lgjax.runs import open_run
 from tests.conftest import tiny
 
 CFG = tiny(steps=4)  # checkpoints at 0, 1, 2, 4
@@ -74,7 +75,7 @@ def run_copy(saved, tmp_path):
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
 def test_each_damage_is_refused_naming_the_step(damage, run_copy):
     DAMAGE[damage](run_copy / "4")
-    _, run = checkpoints.open_run(run_copy)
+    run = open_run(run_copy)
     with run:
         with pytest.raises(checkpoints.CheckpointError, match=f"checkpoint step 4 in {run_copy}"):
             run.restore_verified(4)
@@ -94,7 +95,7 @@ def test_resume_falls_back_to_newest_intact_and_replaces(damage, steps, run_copy
     assert len(err) == 1 and f"resuming from step {min(steps) // 2}" in err[0], err
     assert all(f"{s}: " in err[0] for s in steps)
     chex.assert_trees_all_equal(final, saved[1])  # bitwise
-    _, run = checkpoints.open_run(run_copy)
+    run = open_run(run_copy)
     with run:
         states = dict(run.readable_steps())
         assert sorted(states) == [0, 1, 2, 4] and not run.damaged
@@ -120,7 +121,7 @@ def test_any_single_flipped_bit_in_a_step_is_refused(saved, tmp_path_factory, pi
     files = sorted(f for f in (path / "4").rglob("*") if f.is_file())
     target = files[pick % len(files)]
     flip_bit(target, bit % (8 * target.stat().st_size))
-    _, run = checkpoints.open_run(path)
+    run = open_run(path)
     with run, pytest.raises(checkpoints.CheckpointError, match="step 4 .* damaged"):
         run.restore_verified(4)
 
@@ -132,7 +133,7 @@ def test_flip_that_orbax_restores_silently_is_caught_by_array_digests(run_copy, 
     record = json.loads(record_path.read_text())
     del record["files"]
     record_path.write_text(json.dumps(record))
-    _, run = checkpoints.open_run(run_copy)
+    run = open_run(run_copy)
     good = run.restore_verified(4)
     data = array_files(run_copy / "4")[0]
     for bit in range(3, 8 * data.stat().st_size, 8 * 41):
@@ -157,7 +158,7 @@ def test_flip_that_orbax_restores_silently_is_caught_by_array_digests(run_copy, 
 
 def test_checkpoints_without_digests_restore_with_one_notice(run_copy, saved, capsys):
     shutil.rmtree(run_copy / integrity.DIGEST_DIR)
-    _, run = checkpoints.open_run(run_copy)
+    run = open_run(run_copy)
     capsys.readouterr()
     with run:
         states = dict(run.readable_steps())
@@ -169,7 +170,7 @@ def test_checkpoints_without_digests_restore_with_one_notice(run_copy, saved, ca
 def test_unreadable_digest_and_changed_config_are_damage(run_copy):
     (run_copy / "digests" / "2.json").write_text("{not json")
     cfg_file = run_copy / "config.json"
-    _, run = checkpoints.open_run(run_copy)
+    run = open_run(run_copy)
     (run_copy / "digests" / "1.json").write_text(json.dumps({"format": 1, "step": 1,
                                                              "arrays": {}}))
     with run:
@@ -177,7 +178,7 @@ def test_unreadable_digest_and_changed_config_are_damage(run_copy):
             with pytest.raises(checkpoints.CheckpointError, match=f"step {step} .*digest file"):
                 run.restore_verified(step)
     cfg_file.write_text(cfg_file.read_text() + "\n")  # same config, other bytes
-    _, run = checkpoints.open_run(run_copy)
+    run = open_run(run_copy)
     with run, pytest.raises(checkpoints.CheckpointError, match="config.json differs"):
         run.restore_verified(4)
 
@@ -186,13 +187,13 @@ def test_step_folder_holding_another_step_is_refused(run_copy):
     shutil.rmtree(run_copy / "digests")
     shutil.rmtree(run_copy / "4")
     shutil.copytree(run_copy / "2", run_copy / "4")
-    _, run = checkpoints.open_run(run_copy)
+    run = open_run(run_copy)
     with run, pytest.raises(checkpoints.CheckpointError, match="holds the state of step 2"):
         run.restore_verified(4)
 
 
 def test_missing_step_and_read_only_save_are_errors(run_copy, saved):
-    _, run = checkpoints.open_run(run_copy)
+    run = open_run(run_copy)
     with run:
         with pytest.raises(checkpoints.CheckpointError, match="step 3 .* does not exist"):
             run.restore_verified(3)

@@ -14,7 +14,7 @@ MODULES = sorted(m.name for m in pkgutil.walk_packages(lgjax.__path__, "lgjax.")
                  if not m.name.endswith("__main__"))
 CORE = ("config", "errors", "keys", "validation", "registry", "plugins", "encodings", "tasks",
         "attention", "fast", "models", "transformer", "train", "grid", "evaluate", "devices",
-        "runtime", "checkpoints")
+        "runtime", "checkpoints", "runs")
 ABOVE_CORE = ("lgjax.studies", "lgjax.harness", "lgjax.reproduce")
 
 

@@ -18,8 +18,9 @@ import chex
 import jax
 import pytest
 
-from lgjax import checkpoints, devices
+from lgjax import devices
 from lgjax.config import ConfigError
+from lgjax.runs import open_run
 
 STEPS = 200  # checkpoints 0, 1, 2, 4, ..., 64, 125, 200: time to kill one mid-run
 TINY = ["multiseed", "--encodings", "rope", "--seeds", "4", "--steps", str(STEPS), "--batch",
@@ -45,7 +46,7 @@ def where(tmp_path, name):
 
 
 def restore_all(run_dir):
-    _, run = checkpoints.open_run(run_dir)
+    run = open_run(run_dir)
     with run:
         return dict(run.readable_steps())
 

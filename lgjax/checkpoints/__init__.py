@@ -1,10 +1,12 @@
 """Run directories: orbax checkpoints of a run (or a grid program) with its config, digests and
 a writer's lock; `driver.train_run` joins them to the trainer.
 
-  rundir     RunDir (open, check, save, restore the newest intact step), open_run, read_config
+  rundir     RunDir (open, check, save, restore the newest intact step), read_config
   integrity  digests of every saved step, atomic writes, damage reports
   lock       one writer per run directory
   driver     train a run with checkpoints on its schedule, resumable
+  metrics    metrics.jsonl: per-seed loss at every chunk boundary, as a run trains
+  events     the same as TensorBoard scalars, one folder per seed (with tensorboardX)
 """
 
 from lgjax.checkpoints.integrity import CheckpointError
@@ -13,10 +15,9 @@ from lgjax.checkpoints.rundir import (
     RunDir,
     check_run_dir,
     ocp,
-    open_run,
     read_config,
     step_folders,
 )
 
-__all__ = ["CONFIG_FILE", "CheckpointError", "RunDir", "check_run_dir", "ocp", "open_run",
-           "read_config", "step_folders"]
+__all__ = ["CONFIG_FILE", "CheckpointError", "RunDir", "check_run_dir", "ocp", "read_config",
+           "step_folders"]

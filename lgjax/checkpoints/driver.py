@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lgjax import train
-from lgjax.checkpoints import RunDir
+from lgjax.checkpoints import RunDir, metrics
 from lgjax.config import RunConfig
 
 
@@ -19,12 +19,16 @@ def train_run(cfg: RunConfig, path: Path | str, resume: bool = False, on_chunk=N
               runner=None, devices: int | None = None) -> train.TrainState:
     """Train with checkpoints at cfg's schedule; resume from the newest intact one."""
     want = set(train.checkpoint_steps(cfg.train))
-    with RunDir(path, cfg, resume=resume) as run:
+    with RunDir(path, cfg, resume=resume) as run, \
+            metrics.Log(path, metrics.seed_labels(cfg.train.seeds)) as log:
         found = run.restore_latest_intact()
         states = found[1] if found is not None else None
+        log.resume(found[0] if found is not None else 0)
+        runner = log.watch(runner or train.make_chunk_runner(cfg, devices=devices))
 
         def hook(step, states, loss_S):
             if step in want and run.needs_save(step):
+                log.flush()  # the rows up to a checkpoint are on disk before it commits
                 run.save(step, states)
             if on_chunk is not None:
                 on_chunk(step, states, loss_S)

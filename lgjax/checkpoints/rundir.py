@@ -349,11 +349,5 @@ class RunDir:
         self.close()
 
 
-def open_run(path: Path | str) -> tuple[RunConfig, RunDir]:
-    """Open an existing run read-only (for analysis, no lock): its config and RunDir."""
-    cfg = read_config(path)
-    return cfg, RunDir(path, cfg, readonly=True)
-
-
-__all__ = ["RunDir", "open_run", "read_config", "check_run_dir", "step_folders",
+__all__ = ["RunDir", "read_config", "check_run_dir", "step_folders",
            "CheckpointError"]

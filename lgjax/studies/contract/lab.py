@@ -30,6 +30,7 @@ from lgjax import checkpoints, keys, models
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.encodings import ENCODINGS, ApeOptions
 from lgjax.harness import outputs
+from lgjax.runs import open_run
 from lgjax.studies.contract import scores as contracts
 
 SEED = 0  # registered encodings are profiled at the init of this seed (what its run starts from)
@@ -98,7 +99,8 @@ def registered(cfg: Config) -> dict:
 
 def trained(path: str, cfg: Config) -> dict:
     """The kernel with each seed's parameters at the run's newest step (restored verified)."""
-    rc, run = checkpoints.open_run(path)
+    run = open_run(path)
+    rc = run.config
     with run:
         step = run.latest()
         params_S = run.restore_verified(step).params

@@ -19,12 +19,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lgjax import checkpoints, transformer
+from lgjax import transformer
 from lgjax.config import ModelConfig, TaskConfig
 from lgjax.encodings import ENCODINGS, logit_scale
 from lgjax.harness.study import Trained
 from lgjax.keys import EVAL, seed_keys, stream
 from lgjax.models import vocab_sizes
+from lgjax.runs import open_run
 from lgjax.studies.contract import readouts as contract_eval
 from lgjax.studies.contract import scores as contracts
 from lgjax.studies.contract import tasks
@@ -203,7 +204,7 @@ class Cell:
         n = self.cfg.probe_sequences
         b = sample(self.task, self.seeds, IN_RANGE, n, self.lmin, self.lmax, self.lmax)
         steps, losses = [], []
-        with checkpoints.open_run(self.t.run_dir)[1] as run:  # for reading
+        with open_run(self.t.run_dir) as run:  # for reading
             for step in sorted(run.steps()):
                 steps.append(step)
                 losses.append(self.loss(self.run(b, params_S=run.restore(step).params)[0], b))
@@ -257,7 +258,7 @@ def matched_cell(cfg, t: Trained, curve: dict, level: float) -> dict:
     loss_KxS = np.asarray(curve["loss"])
     steps = np.asarray(curve["steps"])
     first = np.where((loss_KxS <= level).any(0), (loss_KxS <= level).argmax(0), len(steps) - 1)
-    with checkpoints.open_run(t.run_dir)[1] as run:
+    with open_run(t.run_dir) as run:
         restored = {int(steps[k]): run.restore(int(steps[k])).params for k in set(first)}
     params_S = jax.tree.map(lambda *x: np.stack(x), *[
         jax.tree.map(lambda a, s=s: a[s], restored[int(steps[k])]) for s, k in enumerate(first)])

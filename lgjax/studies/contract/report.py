@@ -20,6 +20,7 @@ from lgjax.config import ConfigError
 from lgjax.harness import outputs
 from lgjax.harness.outputs import check_writable
 from lgjax.harness.study import write_outputs
+from lgjax.runs import open_run
 from lgjax.studies.contract.render import figure, render, write_markdown
 
 
@@ -59,7 +60,7 @@ def measure_root(root: Path, cfg: Config) -> dict:
     for run_dir in sorted((root / "contract").glob("*/*")):
         rc = checkpoints.read_config(run_dir)
         if study.is_finished(run_dir, rc):
-            _, manager = checkpoints.open_run(run_dir)
+            manager = open_run(run_dir)
             with manager:
                 states = manager.restore(rc.train.steps)
             trained[f"contract/{run_dir.parent.name}/{run_dir.name}"] = study.Trained(

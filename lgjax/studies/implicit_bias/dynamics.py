@@ -17,10 +17,12 @@ import jax
 import numpy as np
 
 from lgjax import checkpoints, evaluate
+from lgjax.checkpoints import metrics
 from lgjax.config import RunConfig
 from lgjax.encodings import ENCODINGS
 from lgjax.harness import outputs
 from lgjax.harness.outputs import check_writable, plt, save
+from lgjax.runs import open_run
 from lgjax.studies.implicit_bias import analysis
 
 
@@ -74,7 +76,8 @@ def step_rows(params_S, cfg: RunConfig, step: int, lengths, n_eval: int) -> list
 def analyze(run_dir: str | Path, lengths=(16, 48), n_eval: int = 1024,
             steps: list[int] | None = None) -> tuple[RunConfig, list[dict], dict[int, str]]:
     """Rows of every intact checkpoint; damaged ones are skipped and returned {step: reason}."""
-    cfg, run = checkpoints.open_run(run_dir)
+    run = open_run(run_dir)
+    cfg = run.config
     try:
         rows = []
         for step, states in run.readable_steps(steps):
@@ -98,13 +101,8 @@ def write(rows: list[dict], out: Path) -> None:
 
 def series(rows: list[dict], metric: str) -> tuple[np.ndarray, np.ndarray]:
     """(steps, values [seeds, steps]) of one metric."""
-    sel = [r for r in rows if r["metric"] == metric]
-    steps = sorted({r["step"] for r in sel})
-    seeds = sorted({r["seed"] for r in sel})
-    grid = np.full((len(seeds), len(steps)), np.nan)
-    for r in sel:
-        grid[seeds.index(r["seed"]), steps.index(r["step"])] = r["value"]
-    return np.asarray(steps), grid
+    steps, _, grid = metrics.curves([r for r in rows if r["metric"] == metric], "value")
+    return steps, grid
 
 
 def dynamics_figure(rows: list[dict], metrics, stem: Path, title: str = "") -> None:

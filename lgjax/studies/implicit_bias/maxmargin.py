@@ -17,11 +17,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lgjax import checkpoints, keys, tasks
+from lgjax import keys, tasks
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig
 from lgjax.encodings import ENCODINGS, rope_freqs
 from lgjax.harness import study
 from lgjax.harness.study import RunOptions
+from lgjax.runs import open_run
 from lgjax.studies.implicit_bias import analysis, common
 from lgjax.studies.implicit_bias import figures as plots
 from lgjax.studies.implicit_bias import selector as maxmargin
@@ -122,7 +123,7 @@ def measure(cfg: Config, trained: dict) -> dict:
     for enc in cfg.encodings:
         t = trained[f"maxmargin/{enc}"]
         compare_seeds = make_compare_seeds(t.config, batch, cfg.iters)
-        _, run = checkpoints.open_run(t.run_dir)
+        run = open_run(t.run_dir)
         traj = {step: compare_seeds(run.restore(step).params) for step in cfg.analyze_steps}
         run.close()
         decayed = {f"{lam:g}": compare_seeds(trained[f"maxmargin/{enc}-wd{lam:g}"].states.params)

@@ -1,0 +1,73 @@
+"""TensorBoard event files of a run: one folder per seed (or grid cell) under <run>/tb/.
+
+Written with tensorboardX (the optional `tensorboard` extra); without it nothing is written and
+`available()` is False. tensorboardX's SummaryWriter queues events to a thread that its flush
+does not drain, so this writes through its synchronous `EventsWriter`: what `flush()` returns
+after is in the file, which is what lets a checkpoint vouch for the scalars before it.
+`tensorboard --logdir <run or a folder above it>` shows every seed's curves.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import time
+import uuid
+from pathlib import Path
+
+TB_DIR = "tb"
+
+
+def available() -> bool:
+    return importlib.util.find_spec("tensorboardX") is not None
+
+
+class EventFolders:
+    """Scalars per folder name (e.g. "seed-3"), each folder its own TensorBoard run.
+
+    `purge_step` (a resumed run: the restored step + 1) makes TensorBoard hide what earlier files
+    logged at or after it, so a step retrained after a kill shows once. `suffix` ends the file
+    names (e.g. ".dynamics", so a later analysis can replace its own files alone). Writers open
+    on first use: a run that logs nothing creates no folder."""
+
+    def __init__(self, root: Path, purge_step: int | None = None, suffix: str = ""):
+        self.root, self.purge_step, self.suffix = Path(root), purge_step, suffix
+        self._writers: dict = {}
+
+    def _writer(self, name: str):
+        if name not in self._writers:
+            from tensorboardX.event_file_writer import EventsWriter
+            from tensorboardX.proto.event_pb2 import Event, SessionLog
+
+            folder = self.root / name
+            folder.mkdir(parents=True, exist_ok=True)
+            # its own file name: two writers in one folder within a second would share one
+            writer = EventsWriter(str(folder / "events"),
+                                  f".{os.getpid()}.{uuid.uuid4().hex[:6]}{self.suffix}")
+            if self.purge_step is not None:
+                writer.write_event(Event(step=self.purge_step, wall_time=time.time(),
+                                         session_log=SessionLog(status=SessionLog.START)))
+            self._writers[name] = writer
+        return self._writers[name]
+
+    def add(self, name: str, tag: str, value: float, step: int) -> None:
+        from tensorboardX.proto.event_pb2 import Event
+        from tensorboardX.summary import scalar
+
+        self._writer(name).write_event(Event(wall_time=time.time(), step=int(step),
+                                             summary=scalar(tag, float(value))))
+
+    def flush(self) -> None:
+        for writer in self._writers.values():
+            writer.flush()
+
+    def close(self) -> None:
+        for writer in self._writers.values():
+            writer.close()
+        self._writers.clear()
+
+
+def remove(root: Path, suffix: str) -> None:
+    """Delete the event files ending in `suffix` under root/* (an analysis written again)."""
+    for path in Path(root).glob(f"*/events.out.tfevents.*{suffix}"):
+        path.unlink(missing_ok=True)

@@ -1,0 +1,177 @@
+"""Training metrics of a run directory, saved as it trains: <run>/metrics.jsonl.
+
+One row per chunk boundary and seed (a grid: per cell), in training order:
+  {"step": 250, "seed": 3, "loss": 0.41, "param_norm": 12.7, "diverged": false}
+  (a grid's rows name the cell instead: "cell": 7, "task": "skip(offset=2)", "seed": 2)
+`loss` is the mean training loss over the chunk that ends at `step` (the number the progress
+bar and the on_chunk hook get), `param_norm` the L2 norm of all of that seed's parameters at
+`step`, `diverged` whether its loss or parameters went non-finite (training stops there; that
+last row is written all the same). Step 0 ends no chunk and has no row.
+
+Rows are appended as each chunk returns and flushed before every checkpoint save, so a
+committed checkpoint has its rows on disk; a resumed run first drops the rows past the step it
+restored, so after a kill and `--resume` there is exactly one row per boundary and seed. With
+tensorboardX installed the same scalars go to <run>/tb/<seed-N>/ (lgjax.checkpoints.events).
+Only process 0 of a job writes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lgjax.checkpoints import events
+from lgjax.checkpoints.integrity import CheckpointError, write_atomic
+from lgjax.devices import is_leader, to_host
+
+METRICS_FILE = "metrics.jsonl"
+SCALARS = ("loss", "param_norm")  # what TensorBoard shows, as train/<name>
+
+
+def seed_labels(seeds) -> list[dict]:
+    return [{"seed": int(s)} for s in seeds]
+
+
+def folder_name(label: dict) -> str:
+    """The TensorBoard folder of a seed ("seed-3") or of a grid cell ("skip(offset=2)-seed-2")."""
+    return f"{label['task']}-seed-{label['seed']}" if "task" in label else f"seed-{label['seed']}"
+
+
+@jax.jit
+def param_norms(params_S) -> jax.Array:
+    """[S]: the L2 norm of each seed's parameters (every leaf together)."""
+    leaves = jax.tree.leaves(params_S)
+    return jnp.sqrt(sum(jnp.sum(jnp.square(x.reshape(x.shape[0], -1).astype(jnp.float32)), 1)
+                        for x in leaves))
+
+
+def _parse(lines: list[str]) -> list[dict]:
+    """The rows of these lines; a line cut short (the last, while a run still writes) is
+    skipped."""
+    rows = []
+    for line in lines:
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def keep_until(path: Path, step: int) -> None:
+    """Drop the rows past `step` (and any cut-short line), rewriting the file atomically only
+    when something goes."""
+    if not path.is_file():
+        return
+    lines = path.read_text().splitlines()
+    rows = [r for r in _parse(lines) if r["step"] <= step]
+    if len(rows) != len(lines):
+        write_atomic(path, "".join(json.dumps(r) + "\n" for r in rows))
+
+
+class Log:
+    """The metrics of one training session of the run directory `run_dir`.
+
+    `labels[i]` names state i in its rows (`seed_labels`, or a grid's cells). Call `resume`
+    with the step training starts from, wrap the chunk runner with `watch`, call `flush` before
+    each checkpoint save and `close` at the end (or use it as a context manager).
+    `seconds` is the time spent here (what `benchmarks/bench_metrics.py` reports)."""
+
+    def __init__(self, run_dir: Path | str, labels: list[dict]):
+        self.run_dir, self.labels, self.seconds = Path(run_dir), labels, 0.0
+        self.path = self.run_dir / METRICS_FILE
+        self.leader = is_leader()
+        self._file = None
+        self._events = None
+
+    def resume(self, start: int) -> None:
+        """Training starts from `start`: the rows past it go (they will be written again)."""
+        if self.leader:
+            keep_until(self.path, start)
+            if events.available():
+                self._events = events.EventFolders(self.run_dir / events.TB_DIR,
+                                                   purge_step=start + 1)
+
+    def watch(self, runner):
+        """The runner, logging every chunk it returns (before the trainer checks it is
+        finite, so a diverged seed's last row is kept)."""
+        def run(states, n_steps):
+            states, loss_S = runner(states, n_steps)
+            self.add(states, loss_S)
+            return states, loss_S
+
+        return run
+
+    def add(self, states, loss_S) -> None:
+        t0 = time.perf_counter()
+        # every process takes part in the gather (a job's states are split over processes)
+        step_S, loss_S, bad_S, norm_S = map(np.asarray, to_host(
+            (states.step, loss_S, states.bad_step, param_norms(states.params))))
+        if self.leader:
+            step = int(step_S.reshape(-1)[0])
+            rows = [{"step": step, **label, "loss": float(loss), "param_norm": float(norm),
+                     "diverged": bool(bad >= 0)}
+                    for label, loss, norm, bad in zip(self.labels, loss_S, norm_S, bad_S)]
+            if self._file is None:
+                self._file = open(self.path, "a")
+            self._file.write("".join(json.dumps(r) + "\n" for r in rows))
+            if self._events is not None:
+                for r in rows:
+                    for name in SCALARS:
+                        self._events.add(folder_name(r), f"train/{name}", r[name], step)
+        self.seconds += time.perf_counter() - t0
+
+    def flush(self) -> None:
+        t0 = time.perf_counter()
+        if self._file is not None:
+            self._file.flush()
+        if self._events is not None:
+            self._events.flush()
+        self.seconds += time.perf_counter() - t0
+
+    def close(self) -> None:
+        self.flush()
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        if self._events is not None:
+            self._events.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def read_rows(run_dir: Path | str) -> list[dict]:
+    """Every row of <run_dir>/metrics.jsonl (of a run still training too)."""
+    path = Path(run_dir) / METRICS_FILE
+    if not path.is_file():
+        raise CheckpointError(f"{path} is missing: {run_dir} is not a run directory, or was "
+                              "trained before lgjax saved metrics (train it again to get them)")
+    return _parse(path.read_text().splitlines())
+
+
+def columns(rows: list[dict]) -> dict[str, np.ndarray]:
+    """The rows as one array per field, in row order."""
+    if not rows:
+        return {}
+    return {k: np.asarray([r[k] for r in rows]) for k in rows[0]}
+
+
+def curves(rows: list[dict], value: str = "loss") -> tuple[np.ndarray, list, np.ndarray]:
+    """(steps [N], one id per seed or cell, values [seeds, N]); NaN where a row is missing."""
+    key = "cell" if rows and "cell" in rows[0] else "seed"
+    steps = sorted({r["step"] for r in rows})
+    ids = sorted({r[key] for r in rows})
+    at = {s: i for i, s in enumerate(steps)}
+    where = {s: i for i, s in enumerate(ids)}
+    grid = np.full((len(ids), len(steps)), np.nan)
+    for r in rows:
+        grid[where[r[key]], at[r["step"]]] = r[value]
+    return np.asarray(steps), ids, grid
