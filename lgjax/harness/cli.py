@@ -49,7 +49,10 @@ def add_fields(parser: argparse.ArgumentParser, cls, defaults) -> None:
             parser.epilog = f"{f.name.upper()}: {help_text}"
             continue
         kind = str(f.type)
-        if f.metadata.get("positional"):  # optional when it has a non-empty default
+        if f.metadata.get("positional") and kind.startswith("tuple"):  # one or more
+            parser.add_argument(f.name, help=help_text, nargs="+", type=str,
+                                metavar=f.name.upper().removesuffix("S"))
+        elif f.metadata.get("positional"):  # optional when it has a non-empty default
             parser.add_argument(f.name, help=help_text, default=default,
                                 nargs="?" if default != "" else None)
         elif kind == "bool":
@@ -74,6 +77,7 @@ def build_config(module, args, rest: list[str] = ()):
     cls = module.Config
     values = {f.name: tuple(rest) if f.metadata.get("rest") else getattr(args, f.name)
               for f in dataclasses.fields(cls) if f.name != "run"}
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}  # nargs="+"
     if any(f.name == "run" for f in dataclasses.fields(cls)):
         run_cls = type(cls().run)
         values["run"] = run_cls(**{f.name: getattr(args, f.name)

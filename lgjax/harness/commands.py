@@ -8,6 +8,8 @@ HARNESS = {  # the commands of no one study
     "bench": Command("lgjax.harness.bench", "speed of the multi-seed step vs the alternatives"),
     "reproduce": Command("lgjax.reproduce.command",
                          "run a study's experiments and check every published claim"),
+    "curves": Command("lgjax.harness.curves",
+                      "training loss against step per seed, from runs' metrics.jsonl"),
     "launch": Command("lgjax.harness.launch",
                       "run a command as a job of several processes on this machine"),
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,8 +18,8 @@ import jax
 import numpy as np
 
 from lgjax import checkpoints, evaluate
-from lgjax.checkpoints import metrics
-from lgjax.config import RunConfig
+from lgjax.checkpoints import events, metrics
+from lgjax.config import ConfigError, RunConfig
 from lgjax.encodings import ENCODINGS
 from lgjax.harness import outputs
 from lgjax.harness.outputs import check_writable, plt, save
@@ -99,6 +100,36 @@ def write(rows: list[dict], out: Path) -> None:
     outputs.write_csv(rows, out / "dynamics.csv")  # columns seed, step, metric, value
 
 
+EVENTS_SUFFIX = ".dynamics"  # ends the event files of the analysis (replaced when it reruns)
+
+
+def events_root(run_dir: str | Path) -> Path | None:
+    """<run_dir>/tb when tensorboardX is installed and it can be written there, else None (with
+    a notice: the event files are an extra, the analysis goes on)."""
+    root = Path(run_dir) / events.TB_DIR
+    if not events.available():
+        return None
+    try:
+        check_writable(root, "tensorboard")
+    except ConfigError as err:
+        print(f"lgjax dynamics: no TensorBoard scalars ({err})", file=sys.stderr)
+        return None
+    return root
+
+
+def write_events(rows: list[dict], root: Path) -> None:
+    """Every row as a scalar of its seed's event folder, beside training's: "margin/h0@16" as
+    dynamics/margin/h0/L16 (TensorBoard tags take no "@")."""
+    events.remove(root, EVENTS_SUFFIX)
+    folders = events.EventFolders(root, suffix=EVENTS_SUFFIX)
+    try:
+        for r in rows:
+            tag = "dynamics/" + r["metric"].replace("@", "/L")
+            folders.add(metrics.folder_name(r), tag, r["value"], r["step"])
+    finally:
+        folders.close()
+
+
 def series(rows: list[dict], metric: str) -> tuple[np.ndarray, np.ndarray]:
     """(steps, values [seeds, steps]) of one metric."""
     steps, _, grid = metrics.curves([r for r in rows if r["metric"] == metric], "value")
@@ -158,8 +189,12 @@ def default_metrics(cfg: RunConfig, rows: list[dict], lengths) -> list[str]:
 def main(cfg: Config) -> None:
     out = Path(cfg.out or Path(cfg.run_dir) / "dynamics")
     check_writable(out, "--out")  # before the analysis, not after it
+    tb = events_root(cfg.run_dir)
     run_cfg, rows, damaged = analyze(cfg.run_dir, cfg.lengths, cfg.eval_sequences)
     write(rows, out)
+    if tb is not None:
+        write_events(rows, tb)
+        print(f"wrote {tb}/seed-*/ TensorBoard scalars dynamics/*")
     metrics = default_metrics(run_cfg, rows, cfg.lengths)
     dynamics_figure(rows, metrics, out / "dynamics", title=str(cfg.run_dir))
     print(summary_table(rows, metrics))

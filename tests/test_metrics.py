@@ -1,0 +1,192 @@
+"""metrics.jsonl and the TensorBoard scalars as a run trains, across a kill and --resume;
+`lgjax.open_run` on a finished and on a live run; `lgjax curves`."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+import lgjax
+from lgjax import grid, train
+from lgjax.checkpoints import CheckpointError, driver, metrics
+from lgjax.config import ModelConfig, TrainConfig
+from lgjax.harness.cli import main
+from lgjax.studies.implicit_bias import dynamics
+from tests.conftest import tiny
+from tests.test_grid import TASKS
+
+CFG = tiny(steps=12)  # boundaries 1, 2, 3, 4, 6, 8, 9, 12; checkpoints 0, 1, 2, 4, 8, 12
+BOUNDARIES = [1, 2, 3, 4, 6, 8, 9, 12]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class Killed(Exception):
+    pass
+
+
+@pytest.fixture(scope="module")
+def runner():
+    return train.make_chunk_runner(CFG)
+
+
+def recorder(kill_at=None):
+    """An on_chunk hook that keeps each boundary's losses; raises Killed at `kill_at` (after
+    the driver saved that step, if it is one)."""
+    seen = {}
+
+    def hook(step, states, loss_S):
+        if loss_S is not None:
+            seen[step] = np.asarray(loss_S).tolist()
+        if step == kill_at:
+            raise Killed
+
+    return seen, hook
+
+
+def losses(rows, key="seed"):
+    """{step: [loss of each seed or cell, in order]}; fails on a duplicate row."""
+    out = {}
+    for r in rows:
+        out.setdefault(r["step"], {})
+        assert r[key] not in out[r["step"]], f"duplicate row {r}"
+        out[r["step"]][r[key]] = r["loss"]
+    return {s: [v[k] for k in sorted(v)] for s, v in out.items()}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory, runner):
+    path = tmp_path_factory.mktemp("full") / "run"
+    seen, hook = recorder()
+    driver.train_run(CFG, path, runner=runner, on_chunk=hook)
+    return path, seen
+
+
+def test_rows_are_the_losses_the_trainer_computed(uninterrupted):
+    path, seen = uninterrupted
+    rows = metrics.read_rows(path)
+    assert sorted(seen) == BOUNDARIES
+    assert losses(rows) == seen  # the very numbers the progress bar shows
+    assert [r["step"] for r in rows] == [s for s in BOUNDARIES for _ in CFG.train.seeds]
+    assert all(r["param_norm"] > 0 and r["diverged"] is False for r in rows)
+
+
+@pytest.fixture(scope="module")
+def killed_and_resumed(tmp_path_factory, runner):
+    path = tmp_path_factory.mktemp("killed") / "run"
+    first, hook = recorder(kill_at=9)  # 9 is no checkpoint: its rows are past the restored 8
+    with pytest.raises(Killed):
+        driver.train_run(CFG, path, runner=runner, on_chunk=hook)
+    assert 9 in losses(metrics.read_rows(path))
+    with open(path / metrics.METRICS_FILE, "a") as f:
+        f.write('{"step": 12, "seed": 0, "lo')  # a row cut short by a kill
+    second, hook = recorder()
+    driver.train_run(CFG, path, resume=True, runner=runner, on_chunk=hook)
+    assert sorted(second) == [9, 12]  # only what the checkpoints lacked was trained again
+    return path, {**{s: v for s, v in first.items() if s <= 8}, **second}
+
+
+def test_kill_and_resume_leave_one_row_per_boundary_and_seed(killed_and_resumed,
+                                                            uninterrupted):
+    path, seen = killed_and_resumed
+    rows = metrics.read_rows(path)
+    assert [(r["step"], r["seed"]) for r in rows] == [(s, k) for s in BOUNDARIES
+                                                     for k in CFG.train.seeds]
+    assert losses(rows) == seen
+    assert losses(rows) == losses(metrics.read_rows(uninterrupted[0]))  # resume is bitwise
+
+
+def test_grid_rows_per_cell_survive_a_kill(tmp_path):
+    t = TrainConfig(steps=12, batch=8, lmin=8, lmax=8, seeds=(0, 1), chunk=3, ckpt_every=6)
+    g = grid.Grid(TASKS[:2], ModelConfig(encoding="rope", d=16, query="all"), t)  # saves 6, 12
+    first, hook = recorder(kill_at=9)
+    with pytest.raises(Killed):
+        grid.train_program(g, tmp_path, on_chunk=hook)
+    second, hook = recorder()
+    grid.train_program(g, tmp_path, resume=True, on_chunk=hook)
+    rows = metrics.read_rows(tmp_path)
+    assert losses(rows, "cell") == {**{s: v for s, v in first.items() if s <= 6}, **second}
+    assert sorted(second) == [9, 12] and sorted(losses(rows, "cell")) == [3, 6, 9, 12]
+    assert {(r["cell"], r["task"], r["seed"]) for r in rows} == {
+        (c, name.rsplit(" seed ", 1)[0], c % 2) for c, name in enumerate(grid.cell_names(g))}
+
+
+def scalars(folder, tag):
+    acc = EventAccumulator(str(folder))
+    acc.Reload()
+    return [(e.step, e.value) for e in acc.Scalars(tag)]
+
+
+def test_tensorboard_reads_each_step_once_after_a_kill(killed_and_resumed):
+    path, seen = killed_and_resumed
+    assert sorted(p.name for p in (path / "tb").iterdir()) == ["seed-0", "seed-1"]
+    for i, seed in enumerate(CFG.train.seeds):
+        got = scalars(path / "tb" / f"seed-{seed}", "train/loss")
+        # TensorBoard hides what the killed session logged past the restored step
+        assert [s for s, _ in got] == BOUNDARIES
+        assert [v for _, v in got] == [np.float32(seen[s][i]) for s in BOUNDARIES]
+
+
+TRAIN = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {root!r})
+    from tests.conftest import tiny
+    from lgjax.checkpoints import driver
+    # a pause at every chunk boundary: the run stays live while the test reads it
+    driver.train_run(tiny(steps=12), {run!r}, on_chunk=lambda *_: time.sleep(1.0))
+""")
+
+
+def test_open_run_reads_a_live_run_then_the_finished_one(tmp_path, capsys):
+    path = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-c", TRAIN.format(root=ROOT, run=str(path))])
+    try:
+        deadline = time.monotonic() + 240
+        while not (path / "4").is_dir() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run finished before it could be read live"
+        holder = (path / "lgjax.lock").read_text()
+        with lgjax.open_run(path) as run:  # no lock taken: the writer keeps its own
+            assert run.config == CFG and {0, 1, 2, 4} <= set(run.steps())
+            assert int(run.restore(4).step[0]) == 4
+            cols = run.metrics()
+            assert set(cols["step"]) <= set(BOUNDARIES) and 4 in cols["step"]
+        assert (path / "lgjax.lock").read_text() == holder and proc.poll() is None
+    finally:
+        proc.wait(timeout=240)
+    assert proc.returncode == 0
+    run = lgjax.open_run(path)
+    assert run.steps() == [0, 1, 2, 4, 8, 12]
+    cols = run.metrics()
+    assert list(cols["step"]) == [s for s in BOUNDARIES for _ in range(2)]
+    assert cols["loss"].dtype == float and list(cols["seed"][:2]) == [0, 1]
+    with pytest.raises(CheckpointError, match="lgjax dynamics"):
+        run.dynamics()
+    run.close()
+    dynamics.main(dynamics.Config(str(path), lengths=(8,), eval_sequences=16))
+    capsys.readouterr()
+    with lgjax.open_run(path) as run:
+        dyn = run.dynamics()
+    assert set(dyn["step"]) == {0, 1, 2, 4, 8, 12} and "accuracy@8" in set(dyn["metric"])
+    acc = dyn["value"][(dyn["metric"] == "accuracy@8") & (dyn["seed"] == 1)]
+    assert [v for _, v in scalars(path / "tb" / "seed-1", "dynamics/accuracy/L8")] == \
+        [np.float32(v) for v in acc]  # beside the training scalars, in the seed's folder
+    dynamics.main(dynamics.Config(str(path), lengths=(8,), eval_sequences=16))  # again:
+    assert len(scalars(path / "tb" / "seed-1", "dynamics/accuracy/L8")) == 6  # replaced
+
+
+def test_curves_draws_runs_and_refuses_a_folder_without_metrics(uninterrupted, tmp_path,
+                                                                capsys):
+    fig = tmp_path / "fig" / "curves.png"
+    assert main(["curves", str(uninterrupted[0].parent), "--out", str(fig)]) == 0
+    out = capsys.readouterr().out
+    assert "2 curves, steps 1..12" in out and fig.stat().st_size > 10_000
+    assert main(["curves", str(tmp_path / "fig"), "--out", str(fig)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "holds no metrics.jsonl" in err[0]
+    assert main(["curves", str(uninterrupted[0]), "--out", str(tmp_path / "c.jpg")]) == 2
+    assert "--out" in capsys.readouterr().err
