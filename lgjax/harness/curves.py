@@ -69,6 +69,7 @@ def draw(runs: dict[str, tuple[np.ndarray, np.ndarray]], out: Path) -> None:
         ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (mean over each chunk)")
+    ax.set_title("training loss per seed (thin) and their mean (bold)", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
