@@ -1,5 +1,6 @@
 import dataclasses
 import functools
+import json
 
 import chex
 import jax
@@ -154,3 +155,63 @@ def test_a_killed_study_keeps_the_programs_it_measured(tmp_path, monkeypatch):
         run_study(rt, cfg)
     assert (rt.program_dir(cfg, "1L1H", "rope") / "results.json").is_file()
     assert list(rt.runs(cfg)) == ["realizability/1L1H/nope"]  # rope: measured, not retrained
+
+
+def _measured_study(tmp_path):
+    """A tiny realizability study, trained and measured once: (module, cfg, results.json)."""
+    from lgjax.harness.study import RunOptions, run_study
+    from lgjax.studies.realizability import train as rt
+
+    run = RunOptions(seeds=1, steps=2, batch=4, eval_sequences=4, ckpt_root=str(tmp_path / "ck"),
+                     out=str(tmp_path / "out"), progress=False)
+    cfg = rt.Config(tiers=("1L1H",), encodings=("rope",), tasks=("prev",), L0=8,
+                    test_lengths=(12,), d=16, vocab=8, chunk=2, ckpt_every=2, run=run)
+    run_study(rt, cfg)
+    return rt, cfg, rt.program_dir(cfg, "1L1H", "rope") / rt.PROGRAM_RESULTS
+
+
+def _no_training(monkeypatch):
+    """Every chunk grid.train_program trains, counted."""
+    chunks, train_program = [], grid.train_program
+
+    def counted(g, path, on_chunk=None, **kw):
+        return train_program(g, path, on_chunk=lambda *a: chunks.append(a[0]), **kw)
+
+    monkeypatch.setattr(grid, "train_program", counted)
+    return chunks
+
+
+def test_damaged_program_results_are_named_and_measured_again(tmp_path, monkeypatch, capsys):
+    """A truncated, empty, foreign or partial results.json is named in one line and the program
+    measured again from its final checkpoint, nothing retrained; the rewrite is atomic."""
+    from lgjax.harness.study import run_study
+
+    rt, cfg, f = _measured_study(tmp_path)
+    good = json.loads(f.read_text())
+    chunks = _no_training(monkeypatch)
+    damage = {"truncated": f.read_text()[:200], "empty": "", "list": "[]",
+              "no grid": json.dumps({k: v for k, v in good.items() if k != "grid"})}
+    for what, text in damage.items():
+        f.write_text(text)
+        capsys.readouterr()
+        again = run_study(rt, cfg)["programs"][0]
+        err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+        assert len(err) == 1 and f"{f} is damaged" in err[0] and "measured again" in err[0], what
+        assert {k: again[k] for k in ("lg", "train_acc", "acc_all")} \
+            == {k: good[k] for k in ("lg", "train_acc", "acc_all")}, what
+        assert json.loads(f.read_text()) == again and not chunks, what
+    assert [p.name for p in f.parent.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_program_measured_by_another_job_is_neither_measured_nor_rewritten(tmp_path,
+                                                                             monkeypatch):
+    """Two jobs, opposite orders: this one listed the program before the other measured it."""
+    from lgjax.harness.study import run_study
+
+    rt, cfg, f = _measured_study(tmp_path)
+    before = f.read_bytes()
+    stale = {name: g for name, (_, _, g) in rt.programs(cfg).items()}  # listed before it ended
+    monkeypatch.setattr(rt, "runs", lambda cfg: stale)
+    monkeypatch.setattr(grid, "evaluate_grid", lambda *a, **kw: pytest.fail("measured again"))
+    assert run_study(rt, cfg)["programs"][0] == json.loads(before)
+    assert f.read_bytes() == before

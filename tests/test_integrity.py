@@ -163,7 +163,7 @@ def test_checkpoints_without_digests_restore_with_one_notice(run_copy, saved, ca
     with run:
         states = dict(run.readable_steps())
     err = capsys.readouterr().err.strip().splitlines()
-    assert sorted(states) == [0, 1, 2, 4] and len(err) == 1 and "unverified" in err[0]
+    assert sorted(states) == [0, 1, 2, 4] and len(err) == 1 and "cannot be verified" in err[0]
     chex.assert_trees_all_equal(states[4], saved[1])
 
 
@@ -200,3 +200,56 @@ def test_missing_step_and_read_only_save_are_errors(run_copy, saved):
         assert [s for s, _ in run.readable_steps([1, 3])] == [1] and list(run.damaged) == [3]
         with pytest.raises(checkpoints.CheckpointError, match="read-only"):
             run.save(5, saved[1])
+
+
+def test_a_stray_numbered_folder_is_named_once_and_hides_no_step(run_copy, saved, runner,
+                                                                 capsys):
+    """orbax settles a directory's item layout on its first restore and lists every numbered
+    folder as a step: a folder lgjax never saved must neither make the real steps unreadable
+    nor stop the saves after it; the advice never says to delete a run."""
+    (run_copy / "9999").mkdir()
+    (run_copy / "9999" / "junk").write_text("junk")
+    with checkpoints.RunDir(run_copy, CFG, resume=True) as run:
+        step, state = run.restore_latest_intact()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert step == 4 and len(err) == 1 and "9999 is not a checkpoint" in err[0]
+    chex.assert_trees_all_equal(state, saved[1])
+    shutil.rmtree(run_copy / "4")  # unfinished now: step 4 is trained and saved again
+    (run_copy / "digests" / "4.json").unlink()
+    final = driver.train_run(CFG, run_copy, resume=True, runner=runner)
+    chex.assert_trees_all_equal(final, saved[1])
+    assert (run_copy / "9999" / "junk").read_text() == "junk"
+    for s in (0, 1, 2, 4):
+        DAMAGE["junk"](run_copy / str(s))
+    with pytest.raises(checkpoints.CheckpointError) as refused:
+        driver.train_run(CFG, run_copy, resume=True, runner=runner)
+    assert "9999" not in str(refused.value) and "nothing was deleted" in str(refused.value)
+    assert "delete the" not in str(refused.value)
+
+
+def _save_nonfinite(run_copy, step):
+    """Step `step` saved again holding a NaN, then its digest lost."""
+    with checkpoints.RunDir(run_copy, CFG, resume=True) as run:
+        good = run.restore(step)
+    shutil.rmtree(run_copy / str(step))
+    bad = good._replace(params=jax.tree.map(lambda x: x.at[..., 0].set(np.nan), good.params))
+    with checkpoints.RunDir(run_copy, CFG, resume=True) as run:
+        run.save(step, bad)
+    (run_copy / "digests" / f"{step}.json").unlink()
+
+
+def test_undigested_step_holding_non_finite_values_is_damage(run_copy, saved, runner, capsys):
+    """Without its digest a step is still checked for finite values: a non-finite state is
+    that step's damage, resume falls back to an older one, and the lost digest is said once."""
+    _save_nonfinite(run_copy, 4)
+    capsys.readouterr()
+    final = driver.train_run(CFG, run_copy, resume=True, runner=runner)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "lost the digest of step 4" in err[0], err
+    assert "4: array .params" in err[1] and "non-finite" in err[1] and "from step 2" in err[1]
+    chex.assert_trees_all_equal(final, saved[1])
+    shutil.rmtree(run_copy / integrity.DIGEST_DIR)
+    _, run = checkpoints.open_run(run_copy)
+    with run:
+        assert run.restore_latest_intact()[0] == 4
+    assert "no digests/ folder" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 a writer's lock; `driver.train_run` joins them to the trainer.
 
   rundir     RunDir (open, check, save, restore the newest intact step), read_config
+  folders    which numbered folders are checkpoints (stray ones are kept out of orbax's sight)
   integrity  digests of every saved step, atomic writes, damage reports
   lock       one writer per run directory
   driver     train a run with checkpoints on its schedule, resumable

@@ -47,18 +47,38 @@ def array_digests(tree) -> dict[str, str]:
     return digests
 
 
+def nonfinite_leaf(tree) -> str | None:
+    """The path of the first floating-point leaf holding a NaN or an infinity, None if none."""
+    for path, x in jax.tree_util.tree_leaves_with_path(tree):
+        a = np.asarray(x)
+        if a.dtype.kind in "fc" and not np.isfinite(a).all():
+            return jax.tree_util.keystr(path)
+    return None
+
+
 def file_digests(step_dir: Path) -> dict[str, str]:
     return {p.relative_to(step_dir).as_posix(): sha256_file(p)
             for p in sorted(step_dir.rglob("*")) if p.is_file()}
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, replace: bool = True) -> bool:
+    """Write `path` whole or not at all (temporary file, then rename). replace=False writes only
+    where no file is yet, also against a concurrent writer: False when one got there first."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "w") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
-    os.replace(tmp, path)
+    if replace:
+        os.replace(tmp, path)
+        return True
+    try:
+        os.link(tmp, path)  # atomic and exclusive: fails where the name exists
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 class Digests:

@@ -29,7 +29,15 @@ import jax
 import orbax.checkpoint as ocp
 
 from lgjax import plugins, train
-from lgjax.checkpoints.integrity import CheckpointError, Digests, damaged, sha256_file, write_atomic
+from lgjax.checkpoints.folders import CheckpointNames, step_folders, stray_folders
+from lgjax.checkpoints.integrity import (
+    CheckpointError,
+    Digests,
+    damaged,
+    nonfinite_leaf,
+    sha256_file,
+    write_atomic,
+)
 from lgjax.checkpoints.lock import RunDirLock, check_unlocked
 from lgjax.config import ConfigError, RunConfig
 from lgjax.devices import is_leader, sync, to_host
@@ -47,14 +55,6 @@ def _diff(a: dict, b: dict, prefix="") -> list[str]:
         elif va != vb:
             out.append(f"{prefix}{k}: saved {va!r} vs now {vb!r}")
     return out
-
-
-def step_folders(path: Path) -> list[int]:
-    """Steps with a folder in `path` (orbax renames a finished save into place, so each was
-    committed once; whether it is still intact is for `RunDir.restore_verified` to say)."""
-    if not path.is_dir():
-        return []
-    return sorted(int(p.name) for p in path.iterdir() if p.name.isdigit() and p.is_dir())
 
 
 def read_config(run_dir: Path | str, cls=RunConfig):
@@ -80,8 +80,8 @@ def _check_contents(path: Path, cfg, resume: bool) -> None:
         diffs = _diff(json.loads(saved.to_json()), json.loads(cfg.to_json()))
         if diffs:
             raise ConfigError(f"run directory {path} holds a different config ("
-                              + "; ".join(diffs[:6]) + "); choose another run name/--out "
-                              "or delete that directory")
+                              + "; ".join(diffs[:6]) + "); choose another run name/--ckpt-root "
+                              "(that directory keeps the other run)")
     elif steps:
         raise ConfigError(f"run directory {path} holds checkpoints (steps {steps[0]}..{steps[-1]})"
                           f" but no {CONFIG_FILE}, so what they were trained with is unknown; "
@@ -145,9 +145,17 @@ def _first_line(err: BaseException, limit: int = 160) -> str:
     return f"{type(err).__name__}: {text[0][:limit] if text else ''}"
 
 
-def _manager_options(keep: int | None) -> ocp.CheckpointManagerOptions:
-    return ocp.CheckpointManagerOptions(max_to_keep=keep, create=True,
-                                        cleanup_tmp_directories=True)
+def _manager(path: Path, keep: int | None = None, read_only: bool = False
+             ) -> ocp.CheckpointManager:
+    """orbax's manager of one unnamed item, told so up front: left to guess, it settles the
+    item layout from the first step folder it restores, for every step after it (a stray folder
+    restored first made every real step unreadable). Stray folders are not its steps."""
+    options = ocp.CheckpointManagerOptions(
+        read_only=True, create=False, step_name_format=CheckpointNames()) if read_only else \
+        ocp.CheckpointManagerOptions(max_to_keep=keep, create=True, cleanup_tmp_directories=True,
+                                     step_name_format=CheckpointNames())
+    return ocp.CheckpointManager(path, options=options,
+                                 item_handlers=ocp.StandardCheckpointHandler())
 
 
 class RunDir:
@@ -174,16 +182,21 @@ class RunDir:
         if readonly:
             read_config(self.path, type(cfg))
             with _quiet_orbax():  # it warns that a read-only manager saves nothing
-                self.manager = ocp.CheckpointManager(
-                    self.path, options=ocp.CheckpointManagerOptions(read_only=True, create=False))
+                self.manager = _manager(self.path, read_only=True)
         else:
             self._open_for_writing(resume)
         self._config_sha = sha256_file(self.path / CONFIG_FILE)
+        self.strays = stray_folders(self.path)
+        if self.strays and is_leader():
+            print(f"lgjax: {self.path}: folder{'s' * (len(self.strays) > 1)} "
+                  f"{', '.join(map(str, self.strays))} "
+                  f"{'are not checkpoints' if len(self.strays) > 1 else 'is not a checkpoint'} "
+                  "(no orbax files, no digest); left as found and ignored", file=sys.stderr)
 
     def _open_for_writing(self, resume: bool) -> None:
         check_run_dir(self.path, self.cfg, resume)
         if not is_leader():  # process 0 locks and writes for the job; we only save
-            self.manager = ocp.CheckpointManager(self.path, options=_manager_options(self.keep))
+            self.manager = _manager(self.path, self.keep)
             return  # orbax's barrier in there: process 0 has written config.json by now
         created = not self.path.exists()
         try:
@@ -201,7 +214,7 @@ class RunDir:
             for trash in self.path.glob(f"{TRASH}*"):
                 shutil.rmtree(trash, ignore_errors=True)
             with _quiet_orbax():  # it warns about each damaged step it lists
-                self.manager = ocp.CheckpointManager(self.path, options=_manager_options(self.keep))
+                self.manager = _manager(self.path, self.keep)
         except BaseException:  # leave the directory as found (another writer may own it)
             if wrote_config:
                 (self.path / CONFIG_FILE).unlink(missing_ok=True)
@@ -212,14 +225,14 @@ class RunDir:
             raise
 
     def steps(self) -> list[int]:
-        return step_folders(self.path)
+        return [s for s in step_folders(self.path) if s not in self.strays]
 
     def latest(self) -> int | None:
         return (self.steps() or [None])[-1]
 
     def needs_save(self, step: int) -> bool:
-        """True when `step` has no checkpoint, or only one found damaged."""
-        return step in self.damaged or not (self.path / str(step)).exists()
+        """True when `step` has no checkpoint, or only one found damaged (or a stray folder)."""
+        return step in self.damaged or step in self.strays or not (self.path / str(step)).exists()
 
     def save(self, step: int, states: train.TrainState) -> None:
         """Save asynchronously. Damaged steps from `step` on are deleted first (orbax saves no
@@ -233,6 +246,8 @@ class RunDir:
                                   "found damaged; refusing to overwrite it", step)
         for old in sorted(s for s in self.damaged if s >= step):
             self._discard(old)
+        if step in self.strays:
+            self._move_aside(step)
         whole = to_host(states)  # several processes: every one takes part in the gather
         if is_leader():
             self.digests.write_arrays(step, whole, self._config_sha)
@@ -260,12 +275,26 @@ class RunDir:
         with _quiet_orbax():
             self.manager.reload()
 
+    def _move_aside(self, step: int) -> None:
+        """A stray folder by the name of a step about to be saved: kept, renamed."""
+        if is_leader():
+            aside = self.path / f"{step}.not-a-checkpoint-{uuid.uuid4().hex[:8]}"
+            os.rename(self.path / str(step), aside)
+            print(f"lgjax: {self.path}: folder {step} (not a checkpoint) renamed to {aside.name} "
+                  f"to save step {step}", file=sys.stderr)
+        sync(f"lgjax move aside {self.path} {step}")
+        self.strays.remove(step)
+
     def restore_verified(self, step: int) -> train.TrainState:
         """The state saved at `step`, checked against its digests; CheckpointError naming the
         step when it is missing, unreadable or differs from what was saved."""
         if not (self.path / str(step)).is_dir():
             raise CheckpointError(f"checkpoint step {step} in {self.path} does not exist "
                                   f"(steps: {self.steps()})", step, "does not exist")
+        if step in self.strays:
+            raise CheckpointError(f"folder {step} in {self.path} is not a checkpoint (no orbax "
+                                  f"files, no digest; steps: {self.steps()})", step,
+                                  "not a checkpoint")
         record = self.digests.load(step)
         if record is not None:
             self.digests.check_files(step, record, self._config_sha)
@@ -284,13 +313,28 @@ class RunDir:
                                 else train.TrainState(*restored))
         if record is not None:
             self.digests.check_arrays(step, record, states)
-        elif not self._legacy_noticed:
-            self._legacy_noticed = True
-            print(f"lgjax: {self.path}: checkpoints without digests (saved before lgjax wrote "
-                  f"them; first: step {step}) are restored unverified", file=sys.stderr)
+        else:
+            self._notice_undigested()
+            bad = nonfinite_leaf(states)
+            if bad is not None:
+                raise damaged(self.path, step, f"array {bad} holds non-finite values (no digest "
+                              "to check it against)")
         if int(states.step.reshape(-1)[0]) != step:
             raise damaged(self.path, step, f"it holds the state of step {int(states.step[0])}")
         return jax.device_put(states)
+
+    def _notice_undigested(self) -> None:
+        """Once per run directory: which steps have no digest, and what that costs."""
+        if self._legacy_noticed or not is_leader():
+            return
+        self._legacy_noticed = True
+        lost = [s for s in self.steps() if not self.digests.path(s).exists()]
+        what = (f"has no {self.digests.dir.name}/ folder (lost, or saved before lgjax wrote "
+                "digests)") if not self.digests.dir.is_dir() else \
+            f"has lost the digest{'s' * (len(lost) > 1)} of step{'s' * (len(lost) > 1)} " \
+            f"{', '.join(map(str, lost))} ({self.digests.dir.name}/<step>.json)"
+        print(f"lgjax: {self.path}: {what}: such steps cannot be verified byte for byte and are "
+              "only checked for finite values", file=sys.stderr)
 
     def readable_steps(self, steps: list[int] | None = None
                        ) -> Iterator[tuple[int, train.TrainState]]:
@@ -314,8 +358,9 @@ class RunDir:
         what = "; ".join(f"{s}: {self.damaged[s]}" for s in bad)
         if step is None:
             if steps:
-                raise CheckpointError(f"no intact checkpoint in {self.path} ({what}); delete the "
-                                      "run directory to start over")
+                raise CheckpointError(f"no intact checkpoint in {self.path} ({what}); nothing "
+                                      "was deleted: restore those steps from a copy, or move the "
+                                      "run directory aside to train the run again")
             return None
         record = None if self.readonly else self.digests.load(step)
         if record is not None and "files" not in record and is_leader():

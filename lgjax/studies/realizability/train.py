@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ import numpy as np
 
 from lgjax import grid
 from lgjax.checkpoints import step_folders
+from lgjax.checkpoints.integrity import write_atomic
 from lgjax.config import ConfigError, ModelConfig, TrainConfig
 from lgjax.encodings import AlibiOptions, ApeOptions, RopeOptions
 from lgjax.harness.study import RunOptions, Trained
@@ -39,6 +41,8 @@ ENCODING_OPTIONS = {  # Config -> the options an encoding trains with (the rest:
     "rope": lambda cfg: RopeOptions(scale=cfg.rope_scale),
 }
 PROGRAM_RESULTS = "results.json"
+RESULT_FIELDS = ("tier", "encoding", "tasks", "seeds", "lengths", "train_acc", "lg", "acc_all",
+                 "eval_sequences", "grid")  # what a program's results.json must hold
 SCALE = ("tiers", "encodings", "tasks", "test_lengths")  # grid axes: reduced when one is cut
 
 
@@ -100,17 +104,30 @@ def eval_lengths(cfg: Config) -> tuple[int, ...]:
     return (cfg.L0, *cfg.test_lengths)
 
 
+def saved_results(path: Path) -> tuple[dict | None, str]:
+    """The program's results.json and its grid: (results, grid) when readable, (None, why) when
+    damaged (truncated, empty, not a program's measurement), (None, "") when there is none."""
+    f = path / PROGRAM_RESULTS
+    if not f.is_file():
+        return None, ""
+    try:
+        res = json.loads(f.read_text())
+        missing = [k for k in RESULT_FIELDS if not isinstance(res, dict) or k not in res]
+        if missing:
+            return None, f"it lacks {', '.join(missing)}"
+        saved = grid.Grid.from_json(json.dumps(res["grid"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as err:
+        return None, f"{type(err).__name__}: {str(err)[:120]}"
+    return res, saved
+
+
 def measured(cfg: Config, path: Path, g: grid.Grid) -> dict | None:
     """The program's saved measurement (its results.json), when it is of this very grid and
     evaluation; such a program needs no training and no evaluation."""
-    f = path / PROGRAM_RESULTS
-    if not f.is_file():
-        return None
-    res = json.loads(f.read_text())
+    res, saved = saved_results(path)
     # compared as configs, not dicts: fields added since the run was saved take their defaults
-    same = (grid.Grid.from_json(json.dumps(res["grid"])) == g
-            and (res["lengths"], res["eval_sequences"])
-            == (list(cfg.test_lengths), cfg.run.eval_sequences))
+    same = res is not None and saved == g and (res["lengths"], res["eval_sequences"]) \
+        == (list(cfg.test_lengths), cfg.run.eval_sequences)
     return res if same else None
 
 
@@ -123,8 +140,14 @@ def check(cfg: Config) -> None:
         raise ConfigError(f"--test-lengths: every test length must exceed L0 = {cfg.L0}")
     for name, (_, _, g) in programs(cfg).items():  # a measurement is never lost for another
         path = Path(cfg.run.ckpt_root) / name
-        if (path / PROGRAM_RESULTS).is_file() and measured(cfg, path, g) is None \
-                and g.train.steps not in step_folders(path):
+        res, why = saved_results(path)
+        final = g.train.steps in step_folders(path)
+        if res is None and why:  # damaged: nothing left to keep
+            print(f"lgjax: {path / PROGRAM_RESULTS} is damaged ({why}); the program is "
+                  + ("measured again from its final checkpoint" if final else
+                     "trained to its end and measured again (it has no final checkpoint)"),
+                  file=sys.stderr)
+        elif res is not None and measured(cfg, path, g) is None and not final:
             raise ConfigError(f"{path}/{PROGRAM_RESULTS} holds a measurement of another grid or "
                               "evaluation and no final checkpoint to measure again; keep "
                               "--test-lengths/--eval-sequences as they were or choose another "
@@ -139,8 +162,10 @@ def runs(cfg: Config) -> dict[str, grid.Grid]:
 
 def on_trained(cfg: Config, name: str, t: Trained) -> None:
     """Measure a program as soon as it is trained and save that in its folder (results.json):
-    a job killed later keeps it."""
-    tier, enc, _ = programs(cfg)[name]
+    a job killed later keeps it. A program another job measured meanwhile is left as it is."""
+    tier, enc, g = programs(cfg)[name]
+    if measured(cfg, t.run_dir, g) is not None:
+        return
     t0 = time.perf_counter()
     ev = grid.evaluate_grid(t.config, t.states.params, eval_lengths(cfg),
                             cfg.run.eval_sequences, new_from=cfg.L0)
@@ -151,7 +176,10 @@ def on_trained(cfg: Config, name: str, t: Trained) -> None:
            "acc_all": acc[:, :, 1:].tolist(), "train_seconds": t.seconds,
            "eval_seconds": time.perf_counter() - t0, "eval_sequences": cfg.run.eval_sequences,
            "grid": json.loads(t.config.to_json())}
-    (t.run_dir / PROGRAM_RESULTS).write_text(json.dumps(res, indent=1))
+    # a damaged (or other grid's) file is replaced; a fresh one is written only where no job
+    # wrote one meanwhile
+    f = t.run_dir / PROGRAM_RESULTS
+    write_atomic(f, json.dumps(res, indent=1), replace=f.exists())
 
 
 def measure(cfg: Config, trained: dict[str, Trained]) -> dict:
