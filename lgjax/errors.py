@@ -6,6 +6,8 @@ these."""
 
 from __future__ import annotations
 
+import os
+
 
 class ConfigError(ValueError):
     """An impossible or inconsistent configuration; the message names the field and the fix."""
@@ -42,3 +44,18 @@ def one_line(err: BaseException) -> str:
     kind = next((p for cls, p in PREFIX.items() if isinstance(err, cls)), type(err).__name__)
     text = str(err).strip().splitlines()
     return f"{kind}: {text[0] if text else type(err).__name__}"
+
+
+def runtime_failure(err: BaseException) -> tuple[str, int] | None:
+    """(one line, exit code) for a failure of the machine rather than of the code: memory
+    that cannot be allocated (after every up-front check), or, in a job of several processes,
+    a process that is gone (the launcher names which); None for anything else (a bug)."""
+    text = str(err).strip()
+    first = text.splitlines()[0][:200] if text else type(err).__name__
+    if isinstance(err, MemoryError) or "RESOURCE_EXHAUSTED" in text:
+        return (f"out of memory: {first}; lower --batch, --eval-sequences or --seeds (or free "
+                "memory)", 2)
+    lost = ("Gloo", "Connection reset by peer", "Connection closed by peer")
+    if os.environ.get("LGJAX_DISTRIBUTED") == "1" and any(m in text for m in lost):
+        return f"lost contact with another process of the job: {first}", 1
+    return None

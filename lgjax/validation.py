@@ -9,6 +9,8 @@ import math
 from lgjax import encodings, tasks
 from lgjax.config import RunConfig, require
 
+MAX_CHECKPOINTS = 100_000  # a run's step folders (each a state on disk; the list is in memory)
+
 
 def validate(cfg: RunConfig, eval_lengths: tuple[int, ...] = ()) -> None:
     """Check every field that could fail later inside a trace; raise ConfigError naming it."""
@@ -37,6 +39,12 @@ def validate(cfg: RunConfig, eval_lengths: tuple[int, ...] = ()) -> None:
     require(t.seed_axis in ("auto", "vmap", "map", "blocks"), "train.seed_axis",
             "use auto, vmap, map or blocks")
     require(t.ckpt_every >= 1 and t.chunk >= 1, "train.ckpt_every/train.chunk", "must be >= 1")
+    require(t.steps < 2**31, "train.steps", f"{t.steps} does not fit the int32 step counter; "
+            "give fewer steps")
+    saves = t.steps // t.ckpt_every
+    require(saves <= MAX_CHECKPOINTS, "train.steps", f"{t.steps} steps save a checkpoint "
+            f"every {t.ckpt_every}: {saves} checkpoints, more than {MAX_CHECKPOINTS}; give fewer "
+            "steps or raise train.ckpt_every")
     require(k.vocab >= 2, "task.vocab", "need at least 2 content tokens")
     tasks.TASKS[k.name].validate(k, t.lmin, t.lmax)
     need = tasks.TASKS[k.name].min_length(k)

@@ -21,6 +21,7 @@ import jaxlib
 
 from lgjax import models, tasks, train, transformer
 from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.harness.ranges import option
 from lgjax.harness.study import RunOptions, run_study
 
 REPEATS = 3
@@ -171,7 +172,7 @@ def format_table(rows: list[dict]) -> str:
 
 @dataclass(frozen=True)
 class Config:
-    steps: int = 200  # timed steps per measurement
+    steps: int = option(200, ge=1)  # timed steps per measurement
     torch: bool = True  # time the PyTorch eager reference too (needs the [bench] extra)
     table1: bool = True  # time the Table-1 (multiseed) workload end to end
     out: str = "results/bench"  # bench.json goes here

@@ -8,13 +8,18 @@ runs that; any other is a study and runs through `lgjax.harness.study.run_study`
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import importlib
 import inspect
+import io
 import os
 import re
 import sys
+import textwrap
+import tokenize
 
+from lgjax.harness import ranges
 from lgjax.harness.commands import commands
 
 PARSERS = {"int": int, "float": float, "str": str}
@@ -28,14 +33,23 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def _tuple_of(item):
-    return lambda text: tuple(item(x) for x in text.split(",") if x.strip())
+    def parse(text: str) -> tuple:
+        values = tuple(item(x) for x in text.split(",") if x.strip())
+        if not values:  # an empty shell variable, most often: never "all" or "none"
+            raise argparse.ArgumentTypeError("an empty list; give at least one value, or leave "
+                                             "the option out for its default")
+        return values
+    return parse
 
 
 def field_comments(cls) -> dict[str, str]:
-    """`name: type = default  # comment` lines of a dataclass's source: {name: comment}."""
-    pattern = re.compile(r"^\s+(\w+)\s*:[^#]*#\s*(.+)$")
-    return {m[1]: m[2].strip() for line in inspect.getsource(cls).splitlines()
-            if (m := pattern.match(line))}
+    """{name: comment} of a dataclass's `name: type = default  # comment` fields (the comment
+    ends the field's last line, so a long default may span lines)."""
+    source = textwrap.dedent(inspect.getsource(cls))
+    comments = {t.start[0]: t.string.lstrip("#").strip() for t in tokenize.generate_tokens(
+        io.StringIO(source).readline) if t.type == tokenize.COMMENT}
+    return {node.target.id: comments[node.end_lineno] for node in ast.parse(source).body[0].body
+            if isinstance(node, ast.AnnAssign) and node.end_lineno in comments}
 
 
 def add_fields(parser: argparse.ArgumentParser, cls, defaults) -> None:
@@ -82,7 +96,9 @@ def build_config(module, args, rest: list[str] = ()):
         run_cls = type(cls().run)
         values["run"] = run_cls(**{f.name: getattr(args, f.name)
                                    for f in dataclasses.fields(run_cls)})
-    return cls(**values)
+    cfg = cls(**values)
+    ranges.check(cfg)  # every number within its declared range, before any work
+    return cfg
 
 
 def plugins_in(argv: list[str]) -> list[str]:
@@ -125,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     every = commands()
     if len(argv) >= 2 and f"{argv[0]}-{argv[1]}" in every:  # `lgjax contract lab` spelling
         argv = [f"{argv[0]}-{argv[1]}", *argv[2:]]
-    from lgjax.errors import EXPECTED, one_line
+    from lgjax.errors import EXPECTED, one_line, runtime_failure
 
     debug = "--debug" in split_rest(argv)[0] or os.environ.get("LGJAX_DEBUG") == "1"
     command = next((a for a in argv if a in every), "")
@@ -152,11 +168,12 @@ def main(argv: list[str] | None = None) -> int:
             from lgjax.harness.study import run_study
 
             run_study(module, cfg)
-    except EXPECTED as err:
-        if debug:
+    except Exception as err:  # noqa: BLE001 -- only the expected kinds become one line
+        failure = (one_line(err), 2) if isinstance(err, EXPECTED) else runtime_failure(err)
+        if debug or failure is None:
             raise
-        print(f"lgjax {command}: {one_line(err)}".replace("lgjax : ", "lgjax: "), file=sys.stderr)
-        return 2
+        print(f"lgjax {command}: {failure[0]}".replace("lgjax : ", "lgjax: "), file=sys.stderr)
+        return failure[1]
     return 0
 
 

@@ -4,7 +4,9 @@ figures' files (png + pdf)."""
 from __future__ import annotations
 
 import csv
+import json
 import os
+import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -17,14 +19,71 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def check_writable(path: Path, flag: str) -> None:
-    """The folder exists or can be made, and a file can be written in it (checked up front)."""
-    probe = path
+    """The folder exists or can be made, and a file can be written in it: checked up front by
+    making the missing folders and a file, then removing them (os.access is true for root even
+    on /proc, where nothing can be made)."""
+    missing, probe = [], Path(path)
     while not probe.exists():
+        missing.append(probe)
         probe = probe.parent
     if not probe.is_dir():
         raise ConfigError(f"{flag}: {probe} is a file, not a folder; choose another path")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise ConfigError(f"{flag}: {probe} is not writable; choose a folder you can write")
+    made = []
+    try:
+        for folder in reversed(missing):
+            folder.mkdir()
+            made.append(folder)
+        fd, name = tempfile.mkstemp(prefix=".lgjax-probe-", dir=path)
+        os.close(fd)
+        os.unlink(name)
+    except OSError as err:
+        raise ConfigError(f"{flag}: cannot write in {path} ({err.strerror or err}); choose a "
+                          "folder you can write") from err
+    finally:
+        for folder in reversed(made):
+            folder.rmdir()
+
+
+def check_utf8(path: Path, flag: str) -> None:
+    """Orbax hands paths to C++ as UTF-8: a name with other bytes fails in every save."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ConfigError(f"{flag}: {os.fsencode(path)!r} is not valid UTF-8 and orbax cannot "
+                          "write there; choose a path whose names are UTF-8") from err
+
+
+def read_result(path: Path, flag: str, what: str, keys=(), experiment: str = "") -> dict:
+    """The JSON object a command wrote at path, holding `keys` (and, if given, from the
+    command `experiment`): anything else, a truncated file included, is a ConfigError naming
+    the file and `what` wrote it."""
+    fix = f"give the results.json {what} wrote (or rerun it)"
+    try:
+        result = json.loads(Path(path).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{flag}: {path} is not valid JSON ({err}), truncated or damaged; "
+                          f"{fix}") from err
+    if not isinstance(result, dict):
+        raise ConfigError(f"{flag}: {path} holds a JSON {type(result).__name__}, not the "
+                          f"results of {what}; {fix}")
+    other = result.get("experiment", "another command")
+    if experiment and other != experiment:
+        raise ConfigError(f"{flag}: {path} holds the results of {other}, not of {what}; {fix}")
+    missing = [k for k in keys if k not in result]
+    if missing:
+        raise ConfigError(f"{flag}: {path} is not a complete result of {what} (it lacks "
+                          f"{', '.join(missing)}; a partial or another command's file?); {fix}")
+    return result
+
+
+def require_entries(entries, keys, flag: str, path, what: str) -> None:
+    """Each entry of a results file (a program, a row) holds `keys`."""
+    for i, entry in enumerate(entries if isinstance(entries, list) else [entries]):
+        missing = [k for k in keys if not isinstance(entry, dict) or k not in entry]
+        if missing:
+            raise ConfigError(f"{flag}: {path}: {what} {i} lacks {', '.join(missing)}; the file "
+                              "is damaged or of an older version; rerun the command that wrote "
+                              "it")
 
 
 def jsonable(x):

@@ -24,23 +24,25 @@ from tqdm import tqdm
 from lgjax import checkpoints, grid, plugins, train
 from lgjax.checkpoints import driver
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
-from lgjax.devices import is_leader, seed_mesh, to_host
+from lgjax.devices import check_memory, is_leader, seed_mesh, to_host
+from lgjax.harness import ranges
 from lgjax.harness.commands import commands
-from lgjax.harness.outputs import check_writable, jsonable
+from lgjax.harness.outputs import check_utf8, check_writable, jsonable
+from lgjax.harness.ranges import option
 from lgjax.validation import validate
 
 
 @dataclass(frozen=True)
 class RunOptions:
-    seeds: int = 5  # seeds 0..seeds-1 of every run
-    steps: int = 4000  # Adam steps of every run
-    batch: int = 256  # training sequences per step (per seed)
-    eval_sequences: int = 4096  # fresh evaluation sequences per length (per seed)
+    seeds: int = option(5, ge=1)  # seeds 0..seeds-1 of every run
+    steps: int = option(4000, ge=1)  # Adam steps of every run
+    batch: int = option(256, ge=1)  # training sequences per step (per seed)
+    eval_sequences: int = option(4096, ge=1)  # fresh evaluation sequences per length (per seed)
     out: str = ""  # results folder (default: results/<study>)
     ckpt_root: str = "checkpoints"  # run directories live under this folder
     resume: bool = False  # continue unfinished runs from their latest checkpoint
     progress: bool = True  # progress bars (on stderr)
-    devices: int = 0  # devices the seed axis is split over (0: all that divide the seed count)
+    devices: int = option(0, ge=0)  # devices of the seed axis (0: all that divide the seed count)
 
 
 @dataclass(frozen=True)
@@ -148,13 +150,14 @@ def eval_lengths(module: ModuleType, cfg) -> tuple[int, ...]:
 
 
 def check_options(opts: RunOptions) -> None:
-    for name in ("seeds", "steps", "batch", "eval_sequences"):
-        if getattr(opts, name) < 1:
-            raise ConfigError(f"--{name.replace('_', '-')}: must be >= 1, got "
-                              f"{getattr(opts, name)}")
-    if opts.devices < 0:
-        raise ConfigError(f"--devices: must be >= 0 (0 = all that divide the seed count), got "
-                          f"{opts.devices}")
+    ranges.check(opts)  # again for a caller that built its Config without the cli
+
+
+def check_inside(name: str, root: str) -> None:
+    """A run's folder lies under --ckpt-root: its name is relative and never climbs out."""
+    if Path(name).is_absolute() or ".." in Path(name).parts:
+        raise ConfigError(f"--run-name: run {name!r} would be written outside --ckpt-root "
+                          f"{root}; give a relative name without '..'")
 
 
 def is_finished(run_dir: Path, rc: RunConfig | grid.Grid) -> bool:
@@ -165,13 +168,18 @@ def preflight(module: ModuleType, cfg) -> dict[str, RunConfig | grid.Grid]:
     """Every check of every run, before anything trains, compiles or is written."""
     opts = options(cfg)
     check_options(opts)
+    check_utf8(Path(opts.ckpt_root), "--ckpt-root")
     hook(module, "check")(cfg)
     runs = module.runs(cfg)
     lengths = eval_lengths(module, cfg)
     if runs and hasattr(cfg, "eval_lengths") and not lengths:
         raise ConfigError("--eval-lengths: give at least one evaluation length")
     for name, rc in runs.items():
+        check_inside(name, opts.ckpt_root)
         (grid.check if isinstance(rc, grid.Grid) else validate)(rc, lengths)
+        check_memory(rc.model, rc.train.batch, rc.train.lmax, "--batch")
+        check_memory(rc.model, opts.eval_sequences, max(lengths, default=rc.train.lmax),
+                     "--eval-sequences")
         seed_mesh(len(rc.train.seeds), opts.devices or None)
         # free, or holding this very config: finished (reloaded) or resumed; writes nothing
         run_dir = Path(opts.ckpt_root) / name

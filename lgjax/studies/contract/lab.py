@@ -26,7 +26,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from lgjax import checkpoints, keys, models
+from lgjax import checkpoints, grid, keys, models
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.encodings import ENCODINGS, ApeOptions
 from lgjax.harness import outputs
@@ -62,7 +62,15 @@ def lab_run_config(name: str, cfg: Config) -> RunConfig:
 
 def check_run(path: str) -> RunConfig:
     """Everything about --run-dir that can be known without reading arrays."""
-    rc = checkpoints.read_config(path)  # CheckpointError: not a run directory, corrupt config
+    try:
+        rc = checkpoints.read_config(path)  # CheckpointError: not a run directory, corrupt
+    except checkpoints.CheckpointError:
+        if not is_grid_program(path):
+            raise
+        raise ConfigError(f"--run-dir: {path} is a realizability grid program (several tasks "
+                          "trained in one program), not a run; the lab reads the run directory "
+                          "of one model on one task (multiseed, transformer, contract-train)"
+                          ) from None
     enc = rc.model.encoding
     if enc not in ENCODINGS:
         raise ConfigError(f"--run-dir: {path} trained encoding {enc!r}, which is not registered; "
@@ -74,6 +82,14 @@ def check_run(path: str) -> RunConfig:
     if not checkpoints.step_folders(Path(path)):
         raise checkpoints.CheckpointError(f"{path} holds no checkpoint; train the run first")
     return rc
+
+
+def is_grid_program(path: str) -> bool:
+    try:
+        checkpoints.read_config(path, grid.Grid)
+        return True
+    except checkpoints.CheckpointError:
+        return False
 
 
 def check(cfg: Config) -> None:

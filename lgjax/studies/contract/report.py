@@ -19,25 +19,32 @@ from pathlib import Path
 from lgjax.config import ConfigError
 from lgjax.harness import outputs
 from lgjax.harness.outputs import check_writable
+from lgjax.harness.ranges import option
 from lgjax.harness.study import write_outputs
 from lgjax.runs import open_run
 from lgjax.studies.contract.render import figure, render, write_markdown
+
+RESULT_KEYS = ("tasks", "schemes", "seeds", "steps", "batch", "train_lengths", "extend", "shifts",
+               "learnable", "cells", "lab", "lab_names")  # what the report reads
 
 
 @dataclass(frozen=True)
 class Config:
     source: str = field(default="", metadata={"positional": True})  # results folder or --ckpt-root
     out: str = ""  # report folder (default: the results folder, or <ckpt-root>/report)
-    eval_sequences: int = 512  # for a --ckpt-root: evaluation sequences per length and seed
-    extend: tuple[int, ...] = (64, 96, 128)  # for a --ckpt-root: extension lengths
-    shifts: tuple[int, ...] = (4, 12)  # for a --ckpt-root: PAD prefixes of the shift evaluation
+    eval_sequences: int = option(
+        512, ge=1)  # for a --ckpt-root: evaluation sequences per length and seed
+    extend: tuple[int, ...] = option((64, 96, 128), ge=1)  # for a --ckpt-root: extension lengths
+    shifts: tuple[int, ...] = option(
+        (4, 12), ge=0)  # for a --ckpt-root: PAD prefixes of the shift evaluation
 
 
 def main(cfg: Config) -> None:
     src = Path(cfg.source)
     if (src / "results.json").is_file() or src.suffix == ".json":
         path = src if src.suffix == ".json" else src / "results.json"
-        result, out = json.loads(path.read_text()), Path(cfg.out or path.parent)
+        result = outputs.read_result(path, "source", "contract-train", RESULT_KEYS)
+        out = Path(cfg.out or path.parent)
     elif (src / "contract").is_dir():
         out = Path(cfg.out or src / "report")
         check_writable(out, "--out")  # before measuring the runs, not after it
@@ -56,24 +63,27 @@ def measure_root(root: Path, cfg: Config) -> dict:
     from lgjax.studies.contract import measure as contract_measure
     from lgjax.studies.contract import train as contract_train
 
-    trained, planned = {}, contract_train.Config()
+    planned = contract_train.Config()
+    finished = {}  # name -> (run_dir, config): read before any array, so checks come first
     for run_dir in sorted((root / "contract").glob("*/*")):
         rc = checkpoints.read_config(run_dir)
         if study.is_finished(run_dir, rc):
-            manager = open_run(run_dir)
-            with manager:
-                states = manager.restore(rc.train.steps)
-            trained[f"contract/{run_dir.parent.name}/{run_dir.name}"] = study.Trained(
-                rc, states, run_dir, 0.0)
-    if not trained:
+            finished[f"contract/{run_dir.parent.name}/{run_dir.name}"] = run_dir, rc
+    if not finished:
         raise ConfigError(f"source: no finished cell under {root}/contract yet; wait for the "
                           "first cell or pass a smaller run")
-    t = next(iter(trained.values())).config.train
+    t = next(iter(finished.values()))[1].train
     run = dataclasses.replace(planned.run, seeds=len(t.seeds), steps=t.steps, batch=t.batch,
                               eval_sequences=cfg.eval_sequences)
     study_cfg = dataclasses.replace(planned, run=run, train_lengths=(t.lmin, t.lmax),
                                     extend=cfg.extend, shifts=cfg.shifts)
-    contract_train.check(study_cfg)
+    contract_train.check(study_cfg)  # --extend/--shifts, before restoring a single cell
+    trained = {}
+    for name, (run_dir, rc) in finished.items():
+        manager = open_run(run_dir)
+        with manager:
+            states = manager.restore(rc.train.steps)
+        trained[name] = study.Trained(rc, states, run_dir, 0.0)
     result = contract_measure.measure_matrix(study_cfg, trained)
     result |= {"planned_tasks": list(planned.tasks), "planned_schemes": list(planned.schemes)}
     return json.loads(json.dumps(result, default=outputs.jsonable))

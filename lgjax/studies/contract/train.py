@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig
 from lgjax.encodings import ENCODINGS, AlibiOptions, ApeOptions, RelClipOptions
 from lgjax.harness import study
+from lgjax.harness.ranges import option
 from lgjax.harness.study import RunOptions
 from lgjax.studies.contract import measure as contract_measure
 from lgjax.studies.contract import render
@@ -51,16 +52,19 @@ class Config:
     tasks: tuple[str, ...] = tuple(CONTRACT_TASKS)  # task families: the matrix rows
     schemes: tuple[str, ...] = tuple(SCHEMES)  # positional schemes: the matrix columns
     train_lengths: tuple[int, int] = (8, 32)  # LMIN,LMAX: training lengths, uniform
-    extend: tuple[int, ...] = (64, 96, 128)  # extension lengths (beyond the trained range)
-    shifts: tuple[int, ...] = (4, 12)  # PAD prefixes c of the shift evaluation (length <= LMAX)
+    extend: tuple[int, ...] = option(
+        (64, 96, 128), ge=1)  # extension lengths (beyond the trained range)
+    shifts: tuple[int, ...] = option(
+        (4, 12), ge=0)  # PAD prefixes c of the shift evaluation (length <= LMAX)
     vocab: int = 20  # content tokens (the markers PAD, SET, MARK come on top)
     d: int = 64  # model width
     heads: int = 4  # attention heads per layer
     layers: int = 2  # transformer blocks
-    lr: float = 1e-3  # Adam learning rate
-    ape_rows: int = 128  # rows of the learned table (>= every evaluation length)
-    probe_sequences: int = 256  # sequences per seed for the loss at every checkpoint
-    learnable: float = 0.9  # a cell is learnable when its in-range accuracy reaches this
+    lr: float = option(1e-3, gt=0)  # Adam learning rate
+    ape_rows: int = option(128, ge=1)  # rows of the learned table (>= every evaluation length)
+    probe_sequences: int = option(256, ge=1)  # sequences per seed for the loss at every checkpoint
+    learnable: float = option(
+        0.9, ge=0, le=1)  # a cell is learnable when its in-range accuracy reaches this
     run: RunOptions = RunOptions(seeds=5, steps=1500, batch=64, eval_sequences=512,
                                  out="results/contract")  # shared options
 

@@ -23,6 +23,7 @@ from lgjax.config import ConfigError, RunConfig
 from lgjax.encodings import ENCODINGS
 from lgjax.harness import outputs
 from lgjax.harness.outputs import check_writable, plt, save
+from lgjax.harness.ranges import option
 from lgjax.runs import open_run
 from lgjax.studies.implicit_bias import analysis
 
@@ -169,8 +170,8 @@ def summary_table(rows: list[dict], metrics) -> str:
 @dataclass(frozen=True)
 class Config:
     run_dir: str = field(default="", metadata={"positional": True})  # run folder (config.json)
-    lengths: tuple[int, ...] = (16, 48)  # evaluation lengths of the per-step metrics
-    eval_sequences: int = 1024  # evaluation sequences per length and step
+    lengths: tuple[int, ...] = option((16, 48), ge=1)  # evaluation lengths of the per-step metrics
+    eval_sequences: int = option(1024, ge=1)  # evaluation sequences per length and step
     out: str = ""  # output folder (default: <run_dir>/dynamics)
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig
 from lgjax.encodings import ENCODINGS, RopeOptions
 from lgjax.harness import study
+from lgjax.harness.ranges import option
 from lgjax.harness.study import RunOptions
 from lgjax.studies.implicit_bias import common
 from lgjax.studies.implicit_bias import figures as plots
@@ -25,7 +26,8 @@ from lgjax.studies.implicit_bias import figures as plots
 
 @dataclass(frozen=True)
 class Config:
-    bases: tuple[float, ...] = (1e3, 1e4, 1e5)  # rotary bases, one run each per offset
+    bases: tuple[float, ...] = option(
+        (1e3, 1e4, 1e5), gt=1)  # rotary bases, one run each per offset
     Ks: tuple[int, ...] = (2, 1)  # target offsets: the first is the study's, the rest extra rows
     eval_lengths: tuple[int, ...] = (16, 24, 32, 48)  # accuracy and selected-offset lengths
     offset_length: int = 32  # the length whose selected offset the table reports

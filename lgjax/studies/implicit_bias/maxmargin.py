@@ -21,6 +21,7 @@ from lgjax import keys, tasks
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig
 from lgjax.encodings import ENCODINGS, rope_freqs
 from lgjax.harness import study
+from lgjax.harness.ranges import option
 from lgjax.harness.study import RunOptions
 from lgjax.runs import open_run
 from lgjax.studies.implicit_bias import analysis, common
@@ -34,10 +35,12 @@ SCALE = ("n_seqs",)
 class Config:
     encodings: tuple[str, ...] = ("rope", "ape")  # one run each
     K: int = 2  # target offset
-    n_seqs: int = 256  # fixed sample of training sequences defining the constraints
+    n_seqs: int = option(256, ge=1)  # fixed sample of training sequences defining the constraints
     analyze_steps: tuple[int, ...] = (0, 64, 250, 1000, 4000)  # checkpoints compared with W_mm
-    decays: tuple[float, ...] = (1e-2, 1e-3, 1e-4)  # weight decay on wq, wk for the limit runs
-    iters: int = 3000  # most FISTA steps per dual solve, before the exact active-set rounds
+    decays: tuple[float, ...] = option(
+        (1e-2, 1e-3, 1e-4), gt=0)  # weight decay on wq, wk for the limit runs
+    iters: int = option(
+        3000, ge=1)  # most FISTA steps per dual solve, before the exact active-set rounds
     run: RunOptions = RunOptions(seeds=5)  # shared options
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from lgjax import evaluate
 from lgjax.config import ModelConfig, RunConfig, TaskConfig
 from lgjax.harness import study
+from lgjax.harness.ranges import option
 from lgjax.harness.study import RunOptions
 from lgjax.studies.implicit_bias import analysis, common, dynamics
 from lgjax.studies.implicit_bias import figures as plots
@@ -41,10 +42,10 @@ SCALE = ("ape_seeds",)
 @dataclass(frozen=True)
 class Config:
     K: int = 2  # target offset of (a), (b), (d)
-    ape_seeds: int = 3  # seeds of (c)
-    decays: tuple[float, ...] = (0.0, 1e-4, 1e-2)  # (c) weight decay on the APE table
+    ape_seeds: int = option(3, ge=1)  # seeds of (c)
+    decays: tuple[float, ...] = option((0.0, 1e-4, 1e-2), ge=0)  # (c) weight decay on the APE table
     eval_lengths: tuple[int, ...] = (12, 16, 20, 24, 32, 40, 48)  # evaluation lengths
-    dyn_eval: int = 512  # (b) evaluation sequences per checkpoint
+    dyn_eval: int = option(512, ge=1)  # (b) evaluation sequences per checkpoint
     parts: str = "abcd"  # which parts to run
     run: RunOptions = RunOptions(seeds=5)  # shared options (seeds: of (a)/(b))
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lgjax.harness.ranges import option
 from lgjax.harness.study import RunOptions
 from lgjax.studies.implicit_bias import common, multiseed
 from lgjax.studies.implicit_bias import figures as plots
@@ -23,7 +24,8 @@ from lgjax.studies.implicit_bias import figures as plots
 class Config:
     encodings: tuple[str, ...] = ("rope", "ape")  # compared encodings
     K: int = 1  # target offset
-    lengths: tuple[int, ...] = (16, 24, 32, 48)  # lengths whose attention curves are compared
+    lengths: tuple[int, ...] = option(
+        (16, 24, 32, 48), ge=1)  # lengths whose attention curves are compared
     run: RunOptions = RunOptions(seeds=8)  # shared options (runs shared with multiseed)
 
 

@@ -21,6 +21,7 @@ from lgjax import models, tasks, transformer
 from lgjax.config import RunConfig, TaskConfig
 from lgjax.devices import map_seeds
 from lgjax.harness import study
+from lgjax.harness.ranges import option
 from lgjax.harness.study import RunOptions
 from lgjax.keys import EVAL, stream
 from lgjax.studies.implicit_bias import common, multiseed
@@ -32,14 +33,15 @@ from lgjax.studies.implicit_bias.analysis import carrier_fraction
 class Config:
     encodings: tuple[str, ...] = ("rope", "ape")  # one run per encoding
     K: int = 3  # shift: out[i] = in[i-K]
-    lr: float = 3e-4  # Adam learning rate
+    lr: float = option(3e-4, gt=0)  # Adam learning rate
     layers: int = 2  # decoder blocks
     heads: int = 4  # heads per block
     d: int = 192  # width
     vocab: int = 20  # content tokens
     train_lengths: tuple[int, int] = (8, 16)  # LMIN,LMAX: training lengths, uniform
     eval_lengths: tuple[int, ...] = (12, 16, 24, 32, 48)  # evaluation lengths
-    profile_lengths: tuple[int, ...] = (16, 48)  # lengths of the per-head offset profiles
+    profile_lengths: tuple[int, ...] = option(
+        (16, 48), ge=1)  # lengths of the per-head offset profiles
     run_name: str = ""  # runs go to <ckpt-root>/<run-name>/<encoding> (default transformer-K<K>)
     run: RunOptions = RunOptions(seeds=1, steps=8000, eval_sequences=1024)  # shared options
 

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lgjax.config import require
+from lgjax.harness.ranges import option
 from lgjax.studies.realizability import score as R
 from lgjax.studies.realizability.score import TASK_NAMES
 
@@ -41,25 +42,32 @@ LABELS = {"reference": "zero init, Adam lr {lr:g}, coupled weight decay {weight_
 class Config:
     encodings: tuple[str, ...] = ("ape", "nope", "alibi", "sinusoidal", "rope")  # heads
     tasks: tuple[str, ...] = TASK_NAMES  # target rules; "skip-k" reads i-k, "pos-k" reads slot k
-    L0: int = 20  # training length: the head is fitted on the rows of one length-L0 sequence
+    L0: int = option(
+        20, ge=1)  # training length: the head is fitted on the rows of one length-L0 sequence
     lengths: tuple[int, ...] = (30, 40, 50, 60, 80)  # transfer lengths L > L0
     focus_length: int = 60  # the length shown in the sweep tables and the heatmap
-    num: int = 16  # frequencies of RoPE / sinusoidal in the main table
-    base: float = 1e4  # theta_k = scale * base^(-k/num) in the main table
-    scale: float = 1.0  # frequency scale in the main table
-    sweep_nums: tuple[int, ...] = (8, 16, 32)  # frequency counts swept (reference selection)
-    sweep_bases: tuple[float, ...] = (1e3, 1e4, 1e5)  # bases swept with every count
-    sweep_scales: tuple[float, ...] = (1.0, 0.3, 0.1, 0.03, 0.01)  # frequency scales at num, base
+    num: int = option(16, ge=1)  # frequencies of RoPE / sinusoidal in the main table
+    base: float = option(1e4, gt=1)  # theta_k = scale * base^(-k/num) in the main table
+    scale: float = option(1.0, gt=0)  # frequency scale in the main table
+    sweep_nums: tuple[int, ...] = option(
+        (8, 16, 32), ge=1)  # frequency counts swept (reference selection)
+    sweep_bases: tuple[float, ...] = option((1e3, 1e4, 1e5), gt=1)  # bases swept with every count
+    sweep_scales: tuple[float, ...] = option(
+        (1.0, 0.3, 0.1, 0.03, 0.01), gt=0)  # frequency scales at num, base
     scale_encodings: tuple[str, ...] = ("rope",)  # encodings the scale sweep applies to
-    lr: float = 0.1  # reference Adam learning rate (pinned)
-    weight_decay: float = 1e-4  # coupled weight decay (pinned); L-BFGS uses CE + wd/2 |W|^2
-    steps: int = 400  # reference Adam steps (pinned, no convergence test)
-    lbfgs_tol: float = 1e-8  # L-BFGS (float64) stops at this gradient 2-norm
-    lbfgs_iters: int = 5000  # ... or after this many iterations
-    rcond: float = 1e-6  # min-norm fit: singular values below rcond x the largest count as 0
-    min_norm_rconds: tuple[float, ...] = (1e-4, 1e-8, 1e-10)  # rcond sensitivity of min-norm
-    rtol: float = 1e-12  # ablations' row-space basis: smaller singular values are rounding
-    tie: float = 1e-6  # a key within this of the target's score counts as a miss
+    lr: float = option(0.1, gt=0)  # reference Adam learning rate (pinned)
+    weight_decay: float = option(
+        1e-4, ge=0)  # coupled weight decay (pinned); L-BFGS uses CE + wd/2 |W|^2
+    steps: int = option(400, ge=1)  # reference Adam steps (pinned, no convergence test)
+    lbfgs_tol: float = option(1e-8, gt=0)  # L-BFGS (float64) stops at this gradient 2-norm
+    lbfgs_iters: int = option(5000, ge=1)  # ... or after this many iterations
+    rcond: float = option(
+        1e-6, ge=0)  # min-norm fit: singular values below rcond x the largest count as 0
+    min_norm_rconds: tuple[float, ...] = option(
+        (1e-4, 1e-8, 1e-10), ge=0)  # rcond sensitivity of min-norm
+    rtol: float = option(
+        1e-12, ge=0)  # ablations' row-space basis: smaller singular values are rounding
+    tie: float = option(1e-6, ge=0)  # a key within this of the target's score counts as a miss
     out: str = "results/realizability-alpha"  # results.json, alpha.png/.pdf
 
     def recipe(self) -> R.Recipe:

@@ -20,7 +20,6 @@ sufficient screen while rho weakens.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from itertools import product
@@ -29,7 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from lgjax.config import ConfigError
+from lgjax.harness import outputs
 from lgjax.harness.outputs import check_writable
+from lgjax.harness.ranges import option
 from lgjax.harness.study import write_outputs
 from lgjax.studies.realizability import stats
 
@@ -47,10 +48,12 @@ class Config:
     alpha: str = ""  # the alpha study's results.json (empty: print the LG side only)
     selection: str = "reference"  # which alpha: reference, or an ablation (lbfgs, min_norm, margin)
     out: str = "results/realizability-report"  # report.json and figures go here
-    learnable: float = 0.8  # a cell is learnable when its mean train accuracy exceeds this
-    alpha_min: float = 0.5  # the screen: alpha_L >= this predicts length generalization
-    lg_min: float = 0.7  # length generalization: LG@L >= this
-    resamples: int = 10_000  # bootstrap resamples (percentile intervals)
+    learnable: float = option(
+        0.8, ge=0, le=1)  # a cell is learnable when its mean train accuracy exceeds this
+    alpha_min: float = option(
+        0.5, ge=0, le=1)  # the screen: alpha_L >= this predicts length generalization
+    lg_min: float = option(0.7, ge=0, le=1)  # length generalization: LG@L >= this
+    resamples: int = option(10_000, ge=1)  # bootstrap resamples (percentile intervals)
     heatmap_length: int = 60  # the test length of the heatmaps
     sensitivity: tuple[str, ...] = ()  # realizability-train results at other L0 (1L1H, L = 3 L0)
     sensitivity_alpha: tuple[str, ...] = ()  # realizability-alpha results at those L0
@@ -74,21 +77,38 @@ def alpha_table(result: dict, selection: str = "reference") -> dict:
     return table
 
 
-def load(path: str, flag: str, hint: str, experiment: str = "") -> dict:
-    """The results.json at path (or in the folder path), checked to be `experiment`'s if given."""
+PROGRAM_KEYS = ("tier", "encoding", "tasks", "seeds", "lengths", "lg", "acc_all", "train_acc",
+                "train_seconds")
+ALPHA_ROW_KEYS = ("selection", "main", "encoding", "task", "alpha")
+
+
+def load(path: str, flag: str, hint: str, experiment: str, keys: tuple[str, ...]) -> dict:
+    """The results.json at path (or in the folder path), checked to be `experiment`'s."""
     p = Path(path)
     p = p / "results.json" if p.is_dir() else p
     if not p.is_file():
         raise ConfigError(f"{flag}: {p} does not exist; {hint}")
-    result = json.loads(p.read_text())
-    if experiment and result.get("experiment") != experiment:
-        raise ConfigError(f"{flag}: {p} is not a {experiment} result")
-    return result
+    return outputs.read_result(p, flag, experiment, keys, experiment)
 
 
 def load_train(path: str, flag: str = "results") -> dict:
-    return load(path, flag, "give the realizability-train results.json (or its folder)",
-                "realizability-train")
+    result = load(path, flag, "give the realizability-train results.json (or its folder)",
+                  "realizability-train", ("programs", "config", "reduced"))
+    outputs.require_entries(result["programs"], PROGRAM_KEYS, flag, path, "program")
+    return result
+
+
+def load_alpha(path: str, flag: str, hint: str) -> dict:
+    result = load(path, flag, hint, "realizability-alpha", ("rows", "lengths", "config"))
+    outputs.require_entries(result["rows"], ALPHA_ROW_KEYS, flag, path, "row")
+    return result
+
+
+def check_heatmap_length(train: dict, L: int) -> None:
+    measured = sorted({L for p in train["programs"] for L in p["lengths"]})
+    if L not in measured:
+        raise ConfigError(f"--heatmap-length: {L} is not a measured test length; choose one of "
+                          f"{measured}")
 
 
 def measurements(train: dict, alpha: dict | None) -> list[dict]:
@@ -162,7 +182,8 @@ def sensitivity(main: dict, main_alpha: dict | None, runs: tuple[str, ...],
     AUC over those rows (1L1H)."""
     by_l0 = {}
     alpha_at = {a["config"]["L0"]: a for a in (
-        load(p, "--sensitivity-alpha", "give a realizability-alpha results.json") for p in alphas)}
+        load_alpha(p, "--sensitivity-alpha", "give a realizability-alpha results.json")
+        for p in alphas)}
     if main_alpha is not None:
         alpha_at.setdefault(main["config"]["L0"], main_alpha)
     for train in [main] + [load_train(r, "--sensitivity") for r in runs]:
@@ -209,8 +230,9 @@ def scale_check(path: str, alpha: dict | None, cfg: Config) -> dict:
 
 def report(cfg: Config) -> dict:
     train = load_train(cfg.results)
-    alpha_raw = load(cfg.alpha, "--alpha", "run the alpha study first or leave --alpha empty "
-                     "for the LG side only") if cfg.alpha else None
+    check_heatmap_length(train, cfg.heatmap_length)
+    alpha_raw = load_alpha(cfg.alpha, "--alpha", "run the alpha study first or leave --alpha "
+                           "empty for the LG side only") if cfg.alpha else None
     alpha = alpha_table(alpha_raw, cfg.selection) if alpha_raw is not None else None
     rows = measurements(train, alpha)
     result = {"experiment": "realizability-report", "results": cfg.results,

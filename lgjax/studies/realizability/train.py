@@ -32,6 +32,7 @@ from lgjax.checkpoints import step_folders
 from lgjax.checkpoints.integrity import write_atomic
 from lgjax.config import ConfigError, ModelConfig, TrainConfig
 from lgjax.encodings import AlibiOptions, ApeOptions, RopeOptions
+from lgjax.harness.ranges import option
 from lgjax.harness.study import RunOptions, Trained
 from lgjax.studies.realizability import score as R
 
@@ -51,16 +52,16 @@ class Config:
     tiers: tuple[str, ...] = ("1L1H", "2L4H", "4L4H")  # model tiers <layers>L<heads>H, in order
     encodings: tuple[str, ...] = ("ape", "nope", "alibi", "sinusoidal", "rope")  # one program each
     tasks: tuple[str, ...] = R.TASK_NAMES  # task rows: name, or skip-k (offset k) / pos-k (slot k)
-    L0: int = 20  # every training sequence has exactly this length
+    L0: int = option(20, ge=1)  # every training sequence has exactly this length
     test_lengths: tuple[int, ...] = (30, 40, 50, 60, 80)  # LG@L: accuracy on rows i >= L0
-    d: int = 64  # model width
-    vocab: int = 12  # content tokens
-    lr: float = 1e-3  # Adam learning rate (default betas, no weight decay)
-    chunk: int = 250  # steps per compiled loop call (progress-line granularity)
-    ckpt_every: int = 500  # checkpoint interval in steps (the last two are kept)
+    d: int = option(64, ge=1)  # model width
+    vocab: int = option(12, ge=2)  # content tokens
+    lr: float = option(1e-3, gt=0)  # Adam learning rate (default betas, no weight decay)
+    chunk: int = option(250, ge=1)  # steps per compiled loop call (progress-line granularity)
+    ckpt_every: int = option(500, ge=1)  # checkpoint interval in steps (the last two are kept)
     seed_axis: str = "blocks"  # one task's seeds inside the program: vmap, map or blocks
     layout: str = "serial"  # how cells share a program: serial|tasks (CPU) or flat (accelerator)
-    rope_scale: float = 1.0  # RoPE frequency scale (the spec's frequency-scale rows)
+    rope_scale: float = option(1.0, gt=0)  # RoPE frequency scale (the spec's frequency-scale rows)
     name: str = "realizability"  # programs live in <ckpt-root>/<name>/<tier>/<encoding>/
     run: RunOptions = RunOptions(seeds=5, steps=3000, batch=64, eval_sequences=1024,
                                  out="results/realizability-train")  # shared options
