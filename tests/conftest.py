@@ -1,7 +1,22 @@
+import os
+
 import chex
 import pytest
 
 from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _compile_cache(tmp_path_factory):
+    """One persistent compilation cache for the session, in a temporary folder: the CLI runs a
+    test starts as processes and those in this process share compiled programs, and no test
+    reads a warm cache from an earlier session (the timings are a clean machine's)."""
+    from lgjax.runtime import enable_compile_cache
+
+    path = str(tmp_path_factory.mktemp("jax-cache"))
+    os.environ["LGJAX_CACHE"] = path
+    enable_compile_cache(path)
+    yield
 
 
 @pytest.fixture(autouse=True)

@@ -63,14 +63,23 @@ def test_the_core_imports_no_study_nor_the_harness():
 
 def test_every_module_imports_on_its_own():
     """Each in a process forked from a server that imported no lgjax module (the third-party
-    ones preloaded, so each child pays only for lgjax's own)."""
+    ones preloaded, so each child pays only for lgjax's own); two at a time, one per core."""
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["jax", "matplotlib.pyplot", "orbax.checkpoint", "scipy.stats"])
-    failed = []
-    for m in MODULES:
-        p = ctx.Process(target=importlib.import_module, args=(m,))
-        p.start()
+    ctx.set_forkserver_preload(["jax", "flax.linen", "optax", "chex", "matplotlib.pyplot",
+                                "orbax.checkpoint", "scipy.stats"])
+    failed, running = [], []
+
+    def reap(p, m):
         p.join(120)
         if p.exitcode != 0:
             failed.append(m)
+
+    for m in MODULES:
+        p = ctx.Process(target=importlib.import_module, args=(m,))
+        p.start()
+        running.append((p, m))
+        if len(running) == 2:
+            reap(*running.pop(0))
+    for p, m in running:
+        reap(p, m)
     assert not failed, failed
