@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from lgjax.checkpoints import events
@@ -42,12 +41,11 @@ def folder_name(label: dict) -> str:
     return f"{label['task']}-seed-{label['seed']}" if "task" in label else f"seed-{label['seed']}"
 
 
-@jax.jit
-def param_norms(params_S) -> jax.Array:
-    """[S]: the L2 norm of each seed's parameters (every leaf together)."""
-    leaves = jax.tree.leaves(params_S)
-    return jnp.sqrt(sum(jnp.sum(jnp.square(x.reshape(x.shape[0], -1).astype(jnp.float32)), 1)
-                        for x in leaves))
+def param_norms(params_S) -> np.ndarray:
+    """[S]: the L2 norm of each seed's parameters (every leaf together), on the host (no
+    program to compile; the parameters of these models are small)."""
+    return np.sqrt(sum(np.square(np.asarray(x, np.float64).reshape(len(x), -1)).sum(1)
+                       for x in jax.tree.leaves(params_S)))
 
 
 def _parse(lines: list[str]) -> list[dict]:
@@ -107,10 +105,13 @@ class Log:
         return run
 
     def add(self, states, loss_S) -> None:
+        jax.block_until_ready(loss_S)  # the chunk's own time is not ours (the trainer waits too)
         t0 = time.perf_counter()
         # every process takes part in the gather (a job's states are split over processes)
-        step_S, loss_S, bad_S, norm_S = map(np.asarray, to_host(
-            (states.step, loss_S, states.bad_step, param_norms(states.params))))
+        step_S, loss_S, bad_S, params_S = to_host(
+            (states.step, loss_S, states.bad_step, states.params))
+        norm_S = param_norms(params_S)
+        step_S, loss_S, bad_S = map(np.asarray, (step_S, loss_S, bad_S))
         if self.leader:
             step = int(step_S.reshape(-1)[0])
             rows = [{"step": step, **label, "loss": float(loss), "param_norm": float(norm),
