@@ -249,7 +249,7 @@ def test_undigested_step_holding_non_finite_values_is_damage(run_copy, saved, ru
     assert "4: array .params" in err[1] and "non-finite" in err[1] and "from step 2" in err[1]
     chex.assert_trees_all_equal(final, saved[1])
     shutil.rmtree(run_copy / integrity.DIGEST_DIR)
-    _, run = checkpoints.open_run(run_copy)
+    run = open_run(run_copy)
     with run:
         assert run.restore_latest_intact()[0] == 4
     assert "no digests/ folder" in capsys.readouterr().err
