@@ -1,6 +1,7 @@
 """Every bad input is one line on stderr naming the field or path, exit code 2, no traceback,
 and nothing written: checked before anything trains or compiles."""
 
+import json
 import subprocess
 import sys
 
@@ -19,8 +20,8 @@ CASES = [  # (argv, what the one line must name)
     (["multiseed", "--d", "30", "--heads", "4"], "model.d"),
     (["multiseed", "--K", "8", "--train-lengths", "8,16"], "task.opts.offset"),
     (["multiseed", "--encodings", "nosuch"], "model.encoding"),
-    (["transformer", "--lr=-1e-3"], "train.lr"),
-    (["transformer", "--lr", "nan"], "train.lr"),
+    (["transformer", "--lr=-1e-3"], "--lr"),
+    (["transformer", "--lr", "nan"], "--lr"),
     (["multiseed", "--out", "a_file"], "--out"),  # a file where a folder is needed
     (["dynamics", "/nonexistent/run"], "/nonexistent/run"),
     (["multiseed", "--steps", "x"], "--steps"),
@@ -44,3 +45,224 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, argv, field):
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert field in lines[0], lines[0]
     assert not ck.exists() and not (tmp_path / "results").exists()
+
+
+# ---- in-process (the cli's main): each cause, before anything trains, compiles or is written
+
+def one_line_exit_2(argv, capsys, code=2) -> str:
+    from lgjax.harness.cli import main
+
+    try:
+        rc = main(argv)
+    except SystemExit as stop:  # a usage error (argparse) exits from inside
+        rc = stop.code
+    err = capsys.readouterr().err
+    assert rc == code, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def nothing_written(tmp_path):
+    return not any(p.name in ("ck", "out") for p in tmp_path.iterdir())
+
+
+RANGE_CASES = [  # (argv, the flag the line names): every number within its declared range
+    (["realizability-train", "--rope-scale", "nan"], "--rope-scale"),
+    (["realizability-alpha", "--lr", "nan"], "--lr"),
+    (["realizability-alpha", "--tie=-1"], "--tie"),
+    (["realizability-alpha", "--rcond", "nan"], "--rcond"),
+    (["contract-train", "--learnable", "nan"], "--learnable"),
+    (["contract-train", "--probe-sequences", "0"], "--probe-sequences"),
+    (["realizability-report", "r.json", "--resamples=-5"], "--resamples"),
+    (["realizability-report", "r.json", "--resamples", "0"], "--resamples"),
+    (["realizability-report", "r.json", "--learnable", "nan"], "--learnable"),
+    (["contract-report", "ck", "--eval-sequences", "0"], "--eval-sequences"),
+    (["multiseed", "--steps", "99999999999999999999"], "--steps"),
+]
+SMALL = {  # so that a check that fails to refuse costs seconds, not a published-scale run
+    "multiseed": ["--encodings", "rope", "--seeds", "1", "--steps", "2", "--batch", "8", "--d",
+                  "8", "--vocab", "6", "--train-lengths", "4,6", "--eval-lengths", "6",
+                  "--eval-sequences", "16", "--no-progress"],
+    "transformer": ["--encodings", "rope", "--seeds", "1", "--steps", "2", "--batch", "8", "--d",
+                    "16", "--heads", "2", "--eval-lengths", "12", "--eval-sequences", "16",
+                    "--no-progress"],
+    "realizability-train": ["--tiers", "1L1H", "--encodings", "rope", "--tasks", "prev",
+                            "--test-lengths", "30", "--seeds", "1", "--steps", "2", "--batch",
+                            "8", "--eval-sequences", "16", "--d", "8", "--chunk", "2",
+                            "--ckpt-every", "2", "--no-progress"],
+    "realizability-alpha": ["--encodings", "rope", "--tasks", "prev", "--lengths", "30",
+                            "--focus-length", "30", "--steps", "5", "--sweep-nums", "16",
+                            "--sweep-bases", "10000", "--sweep-scales", "1"],
+    "contract-train": ["--tasks", "offset_copy", "--schemes", "rope", "--seeds", "1", "--steps",
+                       "2", "--batch", "8", "--eval-sequences", "16", "--d", "16", "--heads", "2",
+                       "--layers", "1", "--train-lengths", "8,16", "--extend", "24", "--shifts",
+                       "4", "--no-progress"],
+}
+
+
+def small(argv: list[str]) -> list[str]:
+    return [argv[0], *SMALL.get(argv[0], []), *argv[1:]]
+
+
+@pytest.mark.parametrize("argv, flag", RANGE_CASES, ids=[" ".join(c[0]) for c in RANGE_CASES])
+def test_a_number_outside_its_range_is_refused_up_front(tmp_path, capsys, argv, flag):
+    trains = argv[0] not in ("realizability-alpha", "realizability-report", "contract-report")
+    where = ["--out", str(tmp_path / "out")] + (["--ckpt-root", str(tmp_path / "ck")]
+                                                 if trains else [])
+    line = one_line_exit_2([*small(argv), *where], capsys)
+    assert flag in line and "must be" in line, line
+    assert nothing_written(tmp_path)
+
+
+LIST_CASES = [  # an empty list is never "all" or "none"; a list names nothing twice
+    (["transformer", "--profile-lengths", ""], "--profile-lengths"),
+    (["reproduce", "--quick", "--only", ""], "--only"),
+    (["multiseed", "--encodings", "rope,rope"], "--encodings"),
+    (["realizability-train", "--test-lengths", "30,30"], "--test-lengths"),
+]
+
+
+@pytest.mark.parametrize("argv, flag", LIST_CASES, ids=[" ".join(c[0]) for c in LIST_CASES])
+def test_an_empty_or_repeating_list_is_refused_up_front(tmp_path, capsys, argv, flag):
+    line = one_line_exit_2([*small(argv), "--out", str(tmp_path / "out"), "--ckpt-root",
+                            str(tmp_path / "ck")], capsys)
+    assert flag in line, line
+    assert nothing_written(tmp_path)
+
+
+def test_a_results_file_that_is_damaged_or_of_another_command_is_one_line(tmp_path, capsys):
+    """Both reports name the file: truncated, empty, not an object, another command's, partial,
+    a program or row lacking a field; and a heatmap length that was not measured."""
+    program = {"tier": "1L1H", "encoding": "rope", "tasks": ["prev"], "seeds": [0],
+               "lengths": [30], "lg": [[[1.0]]], "acc_all": [[[1.0]]], "train_acc": [[1.0]],
+               "train_seconds": 1.0}
+    train = {"experiment": "realizability-train", "reduced": True, "config": {"L0": 20},
+             "programs": [program]}
+    files = {"trunc": '{"experiment": "realizability-train", "prog', "empty": "", "list": "[]",
+             "pair": "[1, 2]", "multiseed": json.dumps({"experiment": "multiseed"}),
+             "noprog": json.dumps({k: v for k, v in train.items() if k != "programs"}),
+             "noenc": json.dumps(train | {"programs": [
+                 {k: v for k, v in program.items() if k != "encoding"}]}),
+             "train": json.dumps(train),
+             "partial": json.dumps({"tasks": ["offset_copy"], "schemes": ["rope"]})}
+    for name, text in files.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(text)
+    at = lambda name: str(tmp_path / name / "results.json")
+    out = ["--out", str(tmp_path / "out")]
+    for name in ("trunc", "empty", "list", "multiseed", "noprog", "noenc"):
+        assert at(name) in one_line_exit_2(["realizability-report", at(name), *out], capsys)
+    for name in ("trunc", "list", "multiseed", "train"):  # --alpha: not an alpha result
+        line = one_line_exit_2(["realizability-report", at("train"), "--alpha", at(name),
+                                "--heatmap-length", "30", *out], capsys)
+        assert "--alpha" in line and at(name) in line, line
+    line = one_line_exit_2(["realizability-report", at("train"), "--heatmap-length", "999",
+                            *out], capsys)
+    assert "--heatmap-length" in line and "[30]" in line, line
+    for name in ("trunc", "empty", "multiseed", "pair", "partial"):
+        assert at(name) in one_line_exit_2(["contract-report", str(tmp_path / name), *out],
+                                           capsys)
+    assert not (tmp_path / "out").exists()
+
+
+def test_contract_report_checks_its_options_before_restoring_a_cell(tmp_path, capsys,
+                                                                    monkeypatch):
+    from lgjax import checkpoints
+    from lgjax.studies.contract import train as contract_train
+
+    cfg = contract_train.Config(tasks=("offset_copy",), schemes=("rope",))
+    for name, rc in contract_train.runs(cfg).items():  # a finished cell, as far as names go
+        (tmp_path / "ck" / name / str(rc.train.steps)).mkdir(parents=True)
+        (tmp_path / "ck" / name / "config.json").write_text(rc.to_json())
+    monkeypatch.setattr(checkpoints, "open_run", lambda *a: pytest.fail("restored a cell"))
+    for flag, value in (("--extend", "8"), ("--shifts", "99")):
+        line = one_line_exit_2(["contract-report", str(tmp_path / "ck"), flag, value, "--out",
+                                str(tmp_path / "out")], capsys)
+        assert flag in line, line
+
+
+TINY = small(["multiseed"])
+
+
+FOLDER_CASES = {  # --out is probed by making a file (os.access says yes to root on /proc);
+    # orbax cannot take a non-UTF-8 --ckpt-root; a run name stays inside --ckpt-root
+    "proc-out": ([*TINY, "--ckpt-root", "{tmp}/ck", "--out", "/proc/lgjax_out"], "--out"),
+    "proc-out-alpha": ([*small(["realizability-alpha"]), "--out", "/proc/lgjax_a"], "--out"),
+    "non-utf8-root": ([*TINY, "--out", "{tmp}/out", "--ckpt-root", "{tmp}/ck\udcff"],
+                      "--ckpt-root"),
+    "climbing-name": ([*TINY, "--ckpt-root", "{tmp}/ck", "--out", "{tmp}/out", "--run-name",
+                       "../../x"], "--run-name"),
+    "absolute-name": ([*TINY, "--ckpt-root", "{tmp}/ck", "--out", "{tmp}/out", "--run-name",
+                       "{tmp}/abs"], "--run-name"),
+}
+
+
+@pytest.mark.parametrize("case", FOLDER_CASES)
+def test_a_folder_that_cannot_be_written_or_left_is_refused_before_training(tmp_path, capsys,
+                                                                            case):
+    argv, flag = FOLDER_CASES[case]
+    assert flag in one_line_exit_2([a.format(tmp=tmp_path) for a in argv], capsys)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_batch_beyond_the_memory_is_refused_and_an_allocation_failure_is_one_line(
+        tmp_path, capsys, monkeypatch):
+    from lgjax import devices
+
+    monkeypatch.setattr(devices, "free_bytes", lambda: 16 * 2**30)  # any machine: 16 GiB free
+    where = ["--ckpt-root", str(tmp_path / "ck"), "--out", str(tmp_path / "out")]
+    line = one_line_exit_2([*TINY, *where, "--batch", "100000000"], capsys)
+    assert "--batch" in line and "GiB" in line, line
+    assert list(tmp_path.iterdir()) == []
+    from lgjax.harness import study
+
+    def exhausted(module, cfg):  # what XLA raises when an allocation fails mid-run
+        raise RuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 36800004744 bytes.")
+
+    monkeypatch.setattr(study, "run_study", exhausted)
+    line = one_line_exit_2([*TINY, *where], capsys)
+    assert "out of memory" in line and "--batch" in line, line
+
+
+def test_a_job_whose_port_is_taken_or_whose_peer_is_gone_says_so_in_one_line(
+        tmp_path, capsys, monkeypatch):
+    import socket
+
+    from lgjax import runtime
+    from lgjax.harness import study
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        monkeypatch.setenv("LGJAX_DISTRIBUTED", "1")
+        monkeypatch.setenv("JAX_COORDINATOR_ADDRESS", f"127.0.0.1:{port}")
+        monkeypatch.setenv("JAX_NUM_PROCESSES", "2")
+        monkeypatch.setenv("JAX_PROCESS_ID", "0")
+        monkeypatch.setattr(runtime.jax.config, "update", lambda *a: None)  # stays one process
+        monkeypatch.setattr(runtime.jax.distributed, "initialize",
+                            lambda **kw: pytest.fail("initialize reached: it segfaults"))
+        line = one_line_exit_2([*TINY, "--out", str(tmp_path / "o")], capsys)
+        assert f"port {port} is already in use" in line, line
+
+    def peer_gone(module, cfg):  # process 0 of a job whose process 1 was killed
+        raise RuntimeError("UNKNOWN: Gloo AllGather failed: [pair.cc:538] Read error "
+                           "[127.0.0.1]:37512: Connection reset by peer")
+
+    monkeypatch.setattr(runtime, "maybe_initialize_distributed", lambda: None)
+    monkeypatch.setattr(study, "run_study", peer_gone)
+    line = one_line_exit_2([*TINY, "--out", str(tmp_path / "o")], capsys, code=1)
+    assert "lost contact with another process" in line, line
+
+
+def test_contract_lab_names_a_grid_program_for_what_it_is(tmp_path, capsys):
+    from lgjax.studies.realizability import train as rtrain
+
+    cfg = rtrain.Config(tiers=("1L1H",), encodings=("rope",), tasks=("prev",))
+    (name, g), = rtrain.runs(cfg).items()
+    (tmp_path / "prog").mkdir()
+    (tmp_path / "prog" / "config.json").write_text(g.to_json())
+    line = one_line_exit_2(["contract-lab", "--run-dir", str(tmp_path / "prog"), "--out",
+                            str(tmp_path / "out")], capsys)
+    assert "grid program" in line and "corrupt" not in line, line

@@ -66,7 +66,7 @@ def read_result(path: Path, flag: str, what: str, keys=(), experiment: str = "")
     if not isinstance(result, dict):
         raise ConfigError(f"{flag}: {path} holds a JSON {type(result).__name__}, not the "
                           f"results of {what}; {fix}")
-    other = result.get("experiment", "another command")
+    other = result.get("experiment", experiment)  # files of older versions may not say
     if experiment and other != experiment:
         raise ConfigError(f"{flag}: {path} holds the results of {other}, not of {what}; {fix}")
     missing = [k for k in keys if k not in result]
