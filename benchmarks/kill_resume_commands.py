@@ -36,6 +36,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from lgjax import checkpoints, grid, train  # noqa: E402
+from lgjax.runs import open_run  # noqa: E402
 
 COMMANDS = {  # tiny, but long enough to be killed while training and while saving
     "multiseed": ["--encodings", "rope,ape", "--seeds", "2", "--steps", "1000", "--batch", "8",
@@ -80,7 +81,7 @@ def states_of(run: Path) -> dict:
         reader = checkpoints.RunDir(run, g, readonly=True, template=train.abstract_states(
             g.cell_config(0), math.prod(g.shape)))
     else:
-        _, reader = checkpoints.open_run(run)
+        reader = open_run(run)
     with reader:
         states = dict(reader.readable_steps())
         assert not reader.damaged, reader.damaged
