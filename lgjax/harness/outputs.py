@@ -67,12 +67,13 @@ def read_result(path: Path, flag: str, what: str, keys=(), experiment: str = "")
         raise ConfigError(f"{flag}: {path} holds a JSON {type(result).__name__}, not the "
                           f"results of {what}; {fix}")
     other = result.get("experiment", experiment)  # files of older versions may not say
-    if experiment and other != experiment:
+    if experiment and other.replace("_", "-") != experiment:  # run_study writes contract_train
         raise ConfigError(f"{flag}: {path} holds the results of {other}, not of {what}; {fix}")
     missing = [k for k in keys if k not in result]
     if missing:
+        shown = ", ".join(missing[:4]) + (", ..." if len(missing) > 4 else "")
         raise ConfigError(f"{flag}: {path} is not a complete result of {what} (it lacks "
-                          f"{', '.join(missing)}; a partial or another command's file?); {fix}")
+                          f"{shown}; a partial or another command's file?); {fix}")
     return result
 
 

@@ -43,7 +43,8 @@ def main(cfg: Config) -> None:
     src = Path(cfg.source)
     if (src / "results.json").is_file() or src.suffix == ".json":
         path = src if src.suffix == ".json" else src / "results.json"
-        result = outputs.read_result(path, "source", "contract-train", RESULT_KEYS)
+        result = outputs.read_result(path, "source", "contract-train", RESULT_KEYS,
+                                     "contract-train")
         out = Path(cfg.out or path.parent)
     elif (src / "contract").is_dir():
         out = Path(cfg.out or src / "report")
