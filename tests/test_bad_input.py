@@ -168,14 +168,15 @@ def test_a_results_file_that_is_damaged_or_of_another_command_is_one_line(tmp_pa
 
 def test_contract_report_checks_its_options_before_restoring_a_cell(tmp_path, capsys,
                                                                     monkeypatch):
-    from lgjax import checkpoints
     from lgjax.studies.contract import train as contract_train
 
     cfg = contract_train.Config(tasks=("offset_copy",), schemes=("rope",))
     for name, rc in contract_train.runs(cfg).items():  # a finished cell, as far as names go
         (tmp_path / "ck" / name / str(rc.train.steps)).mkdir(parents=True)
         (tmp_path / "ck" / name / "config.json").write_text(rc.to_json())
-    monkeypatch.setattr(checkpoints, "open_run", lambda *a: pytest.fail("restored a cell"))
+    from lgjax.studies.contract import report as contract_report
+
+    monkeypatch.setattr(contract_report, "open_run", lambda *a: pytest.fail("restored a cell"))
     for flag, value in (("--extend", "8"), ("--shifts", "99")):
         line = one_line_exit_2(["contract-report", str(tmp_path / "ck"), flag, value, "--out",
                                 str(tmp_path / "out")], capsys)
