@@ -131,6 +131,24 @@ def test_tensorboard_reads_each_step_once_after_a_kill(killed_and_resumed):
         assert [v for _, v in got] == [np.float32(seen[s][i]) for s in BOUNDARIES]
 
 
+def test_event_flush_hands_the_scalars_to_the_os_without_syncing(tmp_path, monkeypatch):
+    """What flush() returns after is readable (a kill keeps it); the per-checkpoint fsync, most
+    of the log's cost under IO load, is left to close()."""
+    from lgjax.checkpoints import events
+
+    folders = events.EventFolders(tmp_path)
+    folders.add("seed-0", "train/loss", 0.5, 3)
+
+    def no_sync(fd):
+        raise AssertionError("flush() synced the event file")
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "fsync", no_sync)
+        folders.flush()
+        assert scalars(tmp_path / "seed-0", "train/loss") == [(3, 0.5)]
+    folders.close()
+
+
 TRAIN = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {root!r})
