@@ -246,3 +246,45 @@ def test_runs_one_cell_per_task_and_scheme_differing_only_in_the_encoding():
                                                                  (0, 1, 2, 3, 4))
     ape, alibi = runs["contract/offset_copy/ape"].model, runs["contract/offset_copy/alibi"].model
     assert (ape.enc.oob, ape.enc.train_max, alibi.enc.slopes) == ("clamp", 32, "geometric")
+
+
+def test_rope_cell_gains_the_evaluation_time_extensions(tmp_path):
+    """A plain-RoPE cell is evaluated at each extension length through NTK, YaRN and Llama 3
+    with L_orig = LMAX and s = L / LMAX; NTK is RoPE at base b s^(d_head/(d_head-2)), computed
+    here independently of rope_scaling."""
+    ck, out = tmp_path / "ck", tmp_path / "out"
+    assert main(["contract-train", "--tasks", "offset_copy", "--schemes", "rope,alibi",
+                 "--steps", "3", "--seeds", "2", "--batch", "8", "--eval-sequences", "8",
+                 "--probe-sequences", "8", "--train-lengths", "6,10", "--extend", "20",
+                 "--shifts", "2", "--d", "8", "--heads", "2", "--layers", "1",
+                 "--ckpt-root", str(ck), "--out", str(out), "--no-progress"]) == 0
+    result = json.loads((out / "results.json").read_text())
+    row = result["cells"]["offset_copy"]
+    assert {"ntk", "yarn", "llama3"} <= set(row["rope"]["extend"]["20"])
+    assert not {"ntk", "yarn", "llama3"} & set(row["alibi"]["extend"]["20"])  # RoPE only
+    report = (out / "report.md").read_text()
+    assert "## RoPE extensions at evaluation" in report
+    assert "| offset_copy | 20 |" in report
+
+    from types import SimpleNamespace
+
+    from lgjax.harness.study import Trained
+    from lgjax.runs import open_run
+    run = open_run(ck / "contract" / "offset_copy" / "rope")
+    params_S = run.restore(max(run.steps())).params
+    cfg = contract_train.Config(tasks=("offset_copy",), schemes=("rope",),
+                                train_lengths=(6, 10), extend=(20,), shifts=(2,))
+    cell = contract_measure.Cell(Trained(run.config, SimpleNamespace(params=params_S),
+                                         run.path, 0.0), dataclasses.replace(
+        cfg, run=dataclasses.replace(cfg.run, eval_sequences=8)))
+    b = contract_measure.sample(cell.task, cell.seeds, 20, 8, 20, 20, 20)
+    ntk = contract_eval.rope_extended(cell.model, "ntk", 20, 10)
+    assert (ntk.enc.factor, ntk.enc.base) == (2.0, 1e4)
+    s, dh = 2.0, 4  # d = 8 over 2 heads
+    by_base = dataclasses.replace(cell.model,
+                                  enc=encodings.RopeOptions(base=1e4 * s ** (dh / (dh - 2))))
+    np.testing.assert_allclose(cell.run(b, ntk)[0], cell.run(b, by_base)[0], rtol=1e-5, atol=1e-6)
+    assert not np.allclose(cell.run(b, ntk)[2], cell.run(b)[2])  # the logits did change
+    np.testing.assert_allclose(row["rope"]["extend"]["20"]["ntk"], cell.accuracy(b, by_base))
+    yarn = contract_eval.rope_extended(cell.model, "yarn", 20, 10)
+    assert (yarn.enc.original_max_position, yarn.enc.factor) == (10, 2.0)

@@ -179,6 +179,9 @@ class Cell:
             # scheme without one (a plugin's) has no PI column
             pi = ({"pi": self.interpolation(b, L)}
                   if self.model.encoding in contract_eval.INTERPOLATIONS else {})
+            if contract_eval.extends_rope(self.model):
+                pi.update({name: self.accuracy(b, contract_eval.rope_extended(
+                    self.model, name, L, self.lmax)) for name in contract_eval.ROPE_EXTENSIONS})
             out[str(L)] = {"none": ok.mean(1), **pi,
                            "retrieval": self.retrieval(b, evidence),
                            "logit_range": logit_ranges(att_logits, b),

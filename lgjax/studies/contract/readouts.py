@@ -5,6 +5,10 @@ Interventions, evaluation only (no retraining):
       config that maps length L into the trained range (RoPE: its scale x train_max/L; learned:
       its table interpolated, oob="interp"; sinusoidal positions, ALiBi and clipped-relative
       distances x train_max/L through eval-only encodings; NoPE unchanged);
+  RoPE extensions  `rope_extended(model_cfg, name, L, train_max)`: a plain-RoPE model evaluated
+      through NTK-aware scaling, YaRN or Llama 3 (lgjax.rope_scaling) with L_orig = train_max and
+      factor s = L / train_max, the stretch each method is meant for (no retraining: none has
+      parameters of its own); linear interpolation is the PI column above;
   retrieval  `retrieval_index`: a separate system that keeps the evidence span plus the last
       (window - e) tokens and renumbers them 0..window-1.
 Attention readouts: the head chosen on in-range data, its distance-confusion matrix, failure by
@@ -104,6 +108,26 @@ def interpolated(m: ModelConfig, length: int, train_max: int) -> ModelConfig:
     """The evaluation-time config of position interpolation at length L (scale train_max / L);
     evaluate it inside `pi_encodings()`."""
     return INTERPOLATIONS[m.encoding](m, min(1.0, train_max / length))
+
+
+# name -> the registered rope_scaling entry; each is given base, factor and L_orig (its other
+# options at their Hugging Face defaults: YaRN beta_fast 32, beta_slow 1, attention factor
+# 0.1 ln s + 1; Llama 3 low 1, high 4)
+ROPE_EXTENSIONS = {"ntk": "rope_ntk", "yarn": "rope_yarn", "llama3": "rope_llama3"}
+
+
+def extends_rope(m: ModelConfig) -> bool:
+    """Plain RoPE (frequency scale 1): the model the extension methods are defined for."""
+    return m.encoding == "rope" and m.enc.scale == 1.0
+
+
+def rope_extended(m: ModelConfig, name: str, length: int, train_max: int) -> ModelConfig:
+    """The evaluation-time config of RoPE extension `name` at length L."""
+    entry = ENCODINGS[ROPE_EXTENSIONS[name]]
+    over = {"original_max_position": train_max} if "original_max_position" in {
+        f.name for f in dataclasses.fields(entry.options)} else {}
+    enc = entry.options(base=m.enc.base, factor=max(1.0, length / train_max), **over)
+    return dataclasses.replace(m, encoding=ROPE_EXTENSIONS[name], enc=enc)
 
 
 # ---- retrieval ---------------------------------------------------------------------------

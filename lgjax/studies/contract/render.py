@@ -74,6 +74,22 @@ def intervention_table(result: dict) -> list[str]:
                            "label"], rows)
 
 
+EXTENSION_COLUMNS = ("none", "pi", "ntk", "yarn", "llama3")  # extend's keys, in this order
+
+
+def rope_extension_table(result: dict) -> list[str]:
+    """Accuracy of each RoPE cell at each extension length under each evaluation-time
+    extension (none, linear PI, NTK, YaRN, Llama 3): which one keeps which task's relation."""
+    rows = []
+    for task, row in result["cells"].items():
+        ext = row.get("rope", {}).get("extend", {})
+        for L in (k for k in ext if k.isdigit() and "ntk" in ext[k]):
+            rows.append([task, L, *(ci(*t_interval(ext[L][c])) for c in EXTENSION_COLUMNS)])
+    if not rows:
+        return ["(no plain-RoPE cell measured)"]
+    return markdown_table(["task", "L", "none", "PI (linear)", "NTK", "YaRN", "Llama 3"], rows)
+
+
 def matched_table(result: dict) -> list[str]:
     rows = [[task, f"{m['level']:.3f}", s, f"{np.mean(c['step']):.0f}",
              ci(*t_interval(c["extend"])), ci(*t_interval(column(result, task, "extend")[s]))]
@@ -145,7 +161,10 @@ def render(result: dict) -> str:
             *verdict_table(result), "", "## Winners",
             *[f"- {t} / {COLUMNS[c][0]}: {w or 'none'}" for (t, c), w in wins.items()],
             thesis_line(wins), "", "## Interventions (paired, vs no intervention)",
-            *intervention_table(result), "", "## Matched training loss", *matched_table(result),
+            *intervention_table(result), "",
+            "## RoPE extensions at evaluation (L_orig = trained LMAX, factor L / LMAX; mean "
+            "[95% CI] accuracy)", *rope_extension_table(result), "",
+            "## Matched training loss", *matched_table(result),
             "", "## Rank correlation with extension accuracy (Spearman, seed-runs)",
             *correlation_table(result), "",
             "## Failure by relative offset (extension accuracy by distance needed, pooled)",

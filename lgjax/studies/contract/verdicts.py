@@ -73,6 +73,9 @@ COLUMNS = {  # name: (label, cell -> per-seed values or None)
     "shift_consistency": ("shift cons.", lambda c: _mean_over(c["shift"], "consistency")),
     "extend": ("ext none", _extension("none")),
     "pi": ("ext PI", _extension("pi")),
+    "ntk": ("ext NTK", _extension("ntk")),  # RoPE extensions: RoPE cells only
+    "yarn": ("ext YaRN", _extension("yarn")),
+    "llama3": ("ext Llama 3", _extension("llama3")),
     "retrieval": ("ext retrieval", _extension("retrieval")),
     "near_extend": ("ext near", _extension("near")),
     "far_extend": ("ext far", _extension("far")),
@@ -81,7 +84,7 @@ COLUMNS = {  # name: (label, cell -> per-seed values or None)
 }
 MATRIX = ("in_range", "shift_acc", "shift_consistency", "extend", "pi", "retrieval")
 WIN_COLUMNS = ("in_range", "shift_consistency", "extend", "pi", "retrieval", "matched_extend")
-INTERVENTIONS = ("pi", "retrieval")
+INTERVENTIONS = ("pi", "ntk", "yarn", "llama3", "retrieval")
 
 
 # ---- statistics ----------------------------------------------------------------------------
