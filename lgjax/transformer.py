@@ -63,6 +63,14 @@ class Transformer(nn.Module):
         return logits, jnp.stack(atts)
 
 
+def encoding_params(params, cfg: ModelConfig, block: int):
+    """The encoding's params that block `block` reads: its own (a `per_layer` encoding, FIRE)
+    or the ones every block shares."""
+    if ENCODINGS[cfg.encoding].per_layer:
+        return params[f"block{block}"]["encoding"]
+    return params["encoding"]
+
+
 def init_params(key, cfg: ModelConfig, m_in: int, m_out: int) -> dict:
     model = Transformer(cfg, m_in, m_out)
     return model.init(key, jnp.zeros((8,), jnp.int32), jnp.int32(8))["params"]

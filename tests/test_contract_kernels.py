@@ -197,6 +197,27 @@ def test_run_dir_of_a_transformer_reads_the_shared_encoding_params(tmp_path):
         assert p["collisions"] == len(all_pairs(range(16, 40)))
 
 
+def test_run_dir_of_a_fire_transformer_profiles_every_block(tmp_path):
+    """FIRE's params live in each block: the lab reads them there, block 0's heads first."""
+    cfg = tiny("fire", arch="transformer", layers=2, steps=3)
+    states = train.init_states(cfg)
+    params = states.params
+    assert "encoding" not in params and "encoding" in params["block1"]
+    with checkpoints.RunDir(tmp_path / "run", cfg) as run:
+        run.save(0, states)
+    t = contract_lab.trained(str(tmp_path / "run"), contract_lab.Config(test=40))
+    heads = cfg.model.heads
+    for s, profiles in enumerate(t["profiles"]):
+        assert len(profiles) == 2 * heads
+        for block in range(2):
+            one = jax.tree.map(lambda x, s=s: x[s], params[f"block{block}"]["encoding"])
+            for h in range(heads):
+                want = C.distance_curve(C.kernel_score(ENCODINGS["fire"].kernel, one, cfg.model,
+                                                       None, h), 40)
+                np.testing.assert_allclose(profiles[block * heads + h]["curve"], want)
+    assert t["profiles"][0][0]["curve"] != t["profiles"][0][heads]["curve"]  # blocks differ
+
+
 def copy_with(src, dst, damage):
     shutil.copytree(src, dst)
     damage(dst)

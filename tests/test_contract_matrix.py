@@ -124,7 +124,9 @@ def test_interpolated_biases_scale_distances():
         encodings.alibi_bias({}, dist * 0.5, alibi))
 
 
-@pytest.mark.parametrize("encoding", ["relclip", "rope"])  # the bias path and the rotary path
+# the bias path, the rotary path, q and k turned apart (xPos), the length read (dynamic NTK),
+# a pair bias with params per block (FIRE)
+@pytest.mark.parametrize("encoding", ["relclip", "rope", "xpos", "rope_dynamic", "fire"])
 def test_readout_logits_reproduce_the_attention(encoding):
     """The recomputed query-row logits, softmaxed over valid keys, are the model's attention."""
     rc = RunConfig(TaskConfig("offset_copy", vocab=8),

@@ -26,7 +26,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from lgjax import checkpoints, grid, keys, models
+from lgjax import checkpoints, grid, keys, models, transformer
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.encodings import ENCODINGS, ApeOptions
 from lgjax.harness import outputs
@@ -122,11 +122,15 @@ def trained(path: str, cfg: Config) -> dict:
         params_S = run.restore_verified(step).params
     enc = ENCODINGS[rc.model.encoding]
     horizon = enc.horizon(rc.model, rc.train)
-    if rc.model.arch != "head":
-        params_S = params_S["encoding"]  # shared by the layers
-    profiles = [contracts.kernel_profiles(enc.kernel, jax.tree.map(lambda x, s=s: x[s], params_S),
-                                          rc.model, horizon, cfg.test, cfg.shift)
-                for s in range(len(rc.train.seeds))]
+    # a transformer's: the params its blocks read (one copy per block for FIRE: each block's
+    # heads follow the previous block's, layer-major)
+    blocks = ([transformer.encoding_params(params_S, rc.model, i)
+               for i in range(rc.model.layers if enc.per_layer else 1)]
+              if rc.model.arch != "head" else [params_S])
+    one = lambda tree, s: jax.tree.map(lambda x: x[s], tree)
+    profiles = [[head for p in blocks for head in contracts.kernel_profiles(
+        enc.kernel, one(p, s), rc.model, horizon, cfg.test, cfg.shift)]
+        for s in range(len(rc.train.seeds))]
     return {"run_dir": str(path), "step": step, "steps": rc.train.steps,
             "encoding": rc.model.encoding, "arch": rc.model.arch, "horizon": horizon,
             "seeds": list(rc.train.seeds), "profiles": profiles}

@@ -53,11 +53,14 @@ def query_readout(cfg: ModelConfig, m_in: int, m_out: int):
         rows = []
         for i in range(cfg.layers):
             inter = state["intermediates"][f"block{i}"]
-            q = enc.rotate(inter["query"]["__call__"][0], pos, cfg)[n]
-            k = enc.rotate(inter["key"]["__call__"][0], pos, cfg)
-            bias_LxH = jnp.broadcast_to(enc.bias(params["encoding"], n - pos, cfg),
-                                        (pos.shape[0], cfg.heads))
-            rows.append(jnp.einsum("hd,khd->hk", q, k) * logit_scale(cfg) + bias_LxH.T)
+            # as the block turns them: xPos scales queries and keys apart, dynamic NTK reads
+            # the length, FIRE's bias has params per block
+            q, k = enc.rotate_pair(inter["query"]["__call__"][0], inter["key"]["__call__"][0],
+                                   pos, length, cfg)
+            bias_LxH = jnp.broadcast_to(
+                enc.logit_bias(transformer.encoding_params(params, cfg, i), n, pos, cfg),
+                (pos.shape[0], cfg.heads))
+            rows.append(jnp.einsum("hd,khd->hk", q[n], k) * logit_scale(cfg) + bias_LxH.T)
         A = cfg.layers * cfg.heads
         return logits_LxM[n], att[:, :, n, :].reshape(A, -1), jnp.stack(rows).reshape(A, -1)
 
