@@ -61,6 +61,35 @@ def test_logit_profile_equals_mean_logit_over_content():
         np.testing.assert_allclose(prof[0, :-1], want[:-1], atol=1e-4)
 
 
+def test_carrier_profile_turns_q_and_k_as_a_block_does():
+    """xPos: sum over pairs of zeta_i^(-delta/scale_base) times RoPE's term of the pair (the
+    old single rotation had the sign of the exponent the other way); dynamic NTK past L_orig:
+    RoPE at the base the length gives, b ((s L / L_orig) - (s - 1))^(d/(d-2))."""
+    import dataclasses
+
+    from lgjax.config import ModelConfig
+    from lgjax.encodings import RopeOptions
+    from lgjax.rope_scaling import RopeDynamicOptions, XposOptions
+
+    dh, L = 8, 12
+    q = jax.random.normal(jax.random.key(1), (1, dh))
+    k = jax.random.normal(jax.random.key(2), (1, dh))
+    rope = ModelConfig("rope", d=dh, heads=1)
+    xpos = ModelConfig("xpos", d=dh, heads=1, enc=XposOptions(scale_base=4.0))
+    delta = np.arange(-(L - 1), 1)
+    zeta = (2 * np.arange(dh // 2) / dh + 0.4) / 1.4
+    want = sum(zeta[i] ** (-delta / 4.0) * np.asarray(analysis.carrier_profile(
+        q * (jnp.arange(dh) // 2 == i), k, L, rope))[0] for i in range(dh // 2))
+    np.testing.assert_allclose(analysis.carrier_profile(q, k, L, xpos)[0], want, rtol=1e-4)
+    s, L_orig = 2.0, 6
+    dyn = ModelConfig("rope_dynamic", d=dh, heads=1,
+                      enc=RopeDynamicOptions(factor=s, original_max_position=L_orig))
+    base = 1e4 * ((s * L / L_orig) - (s - 1)) ** (dh / (dh - 2))
+    at_base = dataclasses.replace(rope, enc=RopeOptions(base=base))
+    np.testing.assert_allclose(analysis.carrier_profile(q, k, L, dyn),
+                               analysis.carrier_profile(q, k, L, at_base), rtol=1e-4, atol=1e-5)
+
+
 def test_head_metrics_at_init_near_one_over_m():
     cfg = tiny("rope", d=64)
     cfg = cfg.__class__(cfg.task.of("fixed_offset", vocab=20, offset=1), cfg.model,

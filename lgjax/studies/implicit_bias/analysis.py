@@ -44,11 +44,23 @@ def _rotate_vec(v_D, delta, cfg: ModelConfig):
     return ENCODINGS[cfg.encoding].rotate(v_D[None, None, :], pos, cfg)[0, 0]
 
 
+def _pair_logit(q_D, k_D, delta, L: int, cfg: ModelConfig):
+    """q as the query at L-1 of a length-L sequence, k as the key at L-1+delta, turned the way
+    a block turns them (rotate_pair: xPos scales the two sides apart, dynamic NTK reads L)."""
+    pos = jnp.stack([L - 1 + delta, jnp.float32(L - 1)])  # the query last: seq_len = L
+    two = lambda v: jnp.broadcast_to(v, (2, 1, v.shape[0]))
+    q, k = ENCODINGS[cfg.encoding].rotate_pair(two(q_D), two(k_D), pos, 2, cfg)
+    return q[1, 0] @ k[0, 0]
+
+
 def carrier_profile(q_HxD, k_HxD, L: int, cfg: ModelConfig) -> jax.Array:
     """q_h^T R_delta k_h per head over delta = -(L-1)..0: [H, L] (R = 1 unless rotary)."""
     deltas = jnp.asarray(np_offsets(L), jnp.float32)
-    return jax.vmap(lambda q, k: jax.vmap(lambda dl: q @ _rotate_vec(k, dl, cfg))(deltas))(
-        q_HxD, k_HxD)
+    if ENCODINGS[cfg.encoding].rotate_qk is None:  # one rotation by delta (RoPE and its kin)
+        score = lambda q, k, dl: q @ _rotate_vec(k, dl, cfg)
+    else:
+        score = lambda q, k, dl: _pair_logit(q, k, dl, L, cfg)
+    return jax.vmap(lambda q, k: jax.vmap(lambda dl: score(q, k, dl))(deltas))(q_HxD, k_HxD)
 
 
 def cosine(a, b) -> jax.Array:
