@@ -68,3 +68,20 @@ def test_solver_reaches_the_stated_tolerance():
     assert float(sol.min_margin) >= 1 - mm.MARGIN_TOL
     assert float(sol.kkt_residual) <= mm.KKT_TOL
     assert abs(float(sol.duality_gap)) < 1e-2
+
+
+def test_rotary_selector_uses_each_entry_frequencies_and_refuses_the_rest(capsys):
+    from lgjax.config import ModelConfig
+    from lgjax.harness.cli import main
+    from lgjax.rope_scaling import RopeNtkOptions
+    from lgjax.studies.implicit_bias import maxmargin as study
+
+    m = ModelConfig("rope_ntk", d=64, heads=1, enc=RopeNtkOptions(factor=4.0))
+    want = (1e4 * 4.0 ** (64 / 62)) ** (-2.0 * np.arange(32) / 64)  # b' = b s^(d/(d-2))
+    np.testing.assert_allclose(study.rotary_freqs(m), want, rtol=1e-6)
+    assert study.rotary_freqs(ModelConfig("rope", d=64, heads=1)).dtype == np.float32
+    for name in ("alibi", "xpos", "rope_dynamic"):
+        assert main(["maxmargin", "--encodings", f"rope,{name}", "--steps", "2",
+                     "--out", "/nonexistent/never-written"]) == 2
+        err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+        assert len(err) == 1 and "--encodings" in err[0] and name in err[0], err

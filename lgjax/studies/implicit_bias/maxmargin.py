@@ -17,9 +17,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lgjax import keys, tasks
+from lgjax import keys, rope_scaling, tasks
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig
-from lgjax.encodings import ENCODINGS, rope_freqs
+from lgjax.encodings import ENCODINGS, rope_freqs64
 from lgjax.harness import study
 from lgjax.harness.ranges import option
 from lgjax.harness.study import RunOptions
@@ -57,7 +57,29 @@ def runs(cfg: Config) -> dict[str, RunConfig]:
     return out
 
 
+# rotary encodings whose rotation is a fixed angle per position and pair, the lifted feature
+# space the rotary selector is solved in: name -> its frequencies theta_i (float64). YaRN's
+# attention factor scales every logit by one constant, which leaves the selector's direction
+# (and the cosine) unchanged. xPos (a scale per position) and dynamic NTK (frequencies by
+# length) leave that space, and a bias encoding's learned bias has no place in either.
+ROTARY_FREQS = {"rope": rope_freqs64, "rope_linear": rope_scaling.linear_freqs64,
+                "rope_ntk": rope_scaling.ntk_freqs64, "rope_yarn": rope_scaling.yarn_freqs64,
+                "rope_llama3": rope_scaling.llama3_freqs64}
+
+
+def rotary_freqs(m: ModelConfig) -> np.ndarray:
+    """theta_i of a rotary model in float32 (the values its training rotation used)."""
+    return ROTARY_FREQS[m.encoding](m).astype(np.float32)
+
+
 def check(cfg: Config) -> None:
+    for name in cfg.encodings:
+        kind = ENCODINGS[name].kind if name in ENCODINGS else None
+        if kind == "bias" or (kind == "rotary" and name not in ROTARY_FREQS):
+            raise ConfigError(
+                f"--encodings: {name} has no max-margin selector here (the selector is solved "
+                "for an additive embedding or a fixed rotation per position: "
+                f"{', '.join(ROTARY_FREQS)}, ape, sinusoidal, nope); drop it")
     bad = [s for s in cfg.analyze_steps if not 0 <= s <= cfg.run.steps]
     if bad:
         raise ConfigError(f"--analyze-steps: {bad} outside 0..{cfg.run.steps} (--steps); "
@@ -84,7 +106,7 @@ def compare(params, rc: RunConfig, batch: tasks.Batch, iters: int) -> dict:
     keep = active_constraints(batch, rc.task.opts.offset)  # drop padding rows: G shrinks to ~half
     c = maxmargin.Constraints(*(x[keep] for x in c))
     if enc.kind == "rotary":  # the selector lives in the lifted rotary feature space
-        freqs = jnp.asarray(rope_freqs(m), params["embed"].dtype)
+        freqs = jnp.asarray(rotary_freqs(m), params["embed"].dtype)
         sol = maxmargin.solve(maxmargin.gram_rotary(c, freqs, L), c.valid_A, iters)
         selector = maxmargin.selector_rotary(c, sol.alpha_A, freqs)
         trained = maxmargin.trained_rotary(params, m.d)
