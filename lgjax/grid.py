@@ -39,6 +39,7 @@ from lgjax.config import (
     TrainConfig,
     plugin_modules,
 )
+from lgjax.devices import first_local, place, seed_mesh, shard_seeds, to_host
 from lgjax.keys import DATA, stream
 from lgjax.validation import validate
 
@@ -74,14 +75,13 @@ class Grid:
         return Grid(tuple(rc.task for rc in rcs), rcs[0].model, rcs[0].train)
 
 
-def check(grid: Grid, eval_lengths: tuple[int, ...] = ()) -> None:
-    """Every cell's config is valid and all cells share parameter shapes."""
-    if jax.process_count() > 1:  # each process would train and save every cell by itself
-        raise ConfigError("lgjax launch: the grid runner trains in one process; run it without "
-                          "launch (or one program per host with its own --ckpt-root)")
+def check(grid: Grid, eval_lengths: tuple[int, ...] = (), devices: int | None = None) -> None:
+    """Every cell's config is valid, all cells share parameter shapes, and the cells split
+    over `devices` devices of the job (None: all that divide the cell count)."""
     if not grid.tasks:
         raise ConfigError("tasks: a grid needs at least one task")
     check_layout(grid.layout)
+    check_mesh(grid, devices)
     for t in range(len(grid.tasks)):
         validate(grid.cell_config(t), eval_lengths)
     sizes = {models.vocab_sizes(grid.cell_config(t)) for t in range(len(grid.tasks))}
@@ -90,20 +90,37 @@ def check(grid: Grid, eval_lengths: tuple[int, ...] = ()) -> None:
                           f"shape) but they have {sorted(sizes)}; split them into two grids")
 
 
+def cell_mesh(grid: Grid, devices: int | None = None):
+    """The job's mesh over the cell axis (T x S cells split like seeds; None: one device)."""
+    return seed_mesh(math.prod(grid.shape), devices)
+
+
+def check_mesh(grid: Grid, devices: int | None) -> None:
+    mesh = cell_mesh(grid, devices)
+    block = math.prod(grid.shape) // (mesh.size if mesh is not None else 1)
+    if grid.layout == "tasks" and block % grid.shape[1]:
+        raise ConfigError(f"--layout: tasks runs whole tasks on a device, but the "
+                          f"{math.prod(grid.shape)} cells split into blocks of {block}, not a "
+                          f"multiple of the {grid.shape[1]} seeds; use --layout serial or flat, "
+                          "or a device count that keeps tasks whole")
+
+
 def init_states(grid: Grid) -> train.TrainState:
     """[T * S] stacked states; cell (t, s) starts where task t's seed s starts alone."""
     return train.init_states(grid.cell_config(0), repeat=grid.shape[0])
 
 
 def _by_task(run_one: Callable, grid: Grid) -> Callable:
-    """lax.map over tasks; a task's seeds as train.seed_axis says (unbatched task index)."""
-    T, S = grid.shape
+    """lax.map over (a device's block of) tasks; a task's seeds as train.seed_axis says
+    (unbatched task index)."""
+    S = grid.shape[1]
     per_task = train.over_seeds(run_one, S, train.resolve_strategy(grid.cell_config(0)))
 
-    def run(states_C, n_steps):
+    def run(states_C, task_C, n_steps):
+        T = task_C.shape[0] // S  # whole tasks per block (check_mesh)
         states_TxS = jax.tree.map(lambda x: x.reshape(T, S, *x.shape[1:]), states_C)
         out = jax.lax.map(lambda a: per_task(a[0], (a[1], n_steps)),
-                          (states_TxS, jnp.arange(T, dtype=jnp.int32)))
+                          (states_TxS, task_C.reshape(T, S)[:, 0]))
         return jax.tree.map(lambda x: x.reshape(T * S, *x.shape[2:]), out)
 
     return run
@@ -116,16 +133,14 @@ def _task_of_cell(grid: Grid) -> jax.Array:
 
 def _serial(run_one: Callable, grid: Grid) -> Callable:
     """lax.map over every cell, no vmap (unbatched task index)."""
-    task_C = _task_of_cell(grid)
-    return lambda states_C, n_steps: jax.lax.map(lambda a: run_one(a[0], (a[1], n_steps)),
-                                                 (states_C, task_C))
+    return lambda states_C, task_C, n_steps: jax.lax.map(
+        lambda a: run_one(a[0], (a[1], n_steps)), (states_C, task_C))
 
 
 def _flat(run_one: Callable, grid: Grid) -> Callable:
     """One vmap over every cell: the task index is batched, so lax.switch evaluates every
     task's sampler and selects (cheap next to the model on an accelerator)."""
-    task_C = _task_of_cell(grid)
-    return lambda states_C, n_steps: jax.vmap(run_one, in_axes=(0, (0, None)))(
+    return lambda states_C, task_C, n_steps: jax.vmap(run_one, in_axes=(0, (0, None)))(
         states_C, (task_C, n_steps))
 
 
@@ -142,12 +157,15 @@ def check_layout(layout: str) -> None:
 
 
 def make_grid_runner(grid: Grid, layout: str | None = None,
-                     wrap: Callable = lambda f: f) -> Callable:
+                     wrap: Callable = lambda f: f, devices: int | None = None) -> Callable:
     """jit(states_C, n_steps) -> (states_C, mean loss per cell over the chunk), cells laid out
-    as `layout` says (default: grid.layout). `wrap` decorates the traced function (tests pass
+    as `layout` says (default: grid.layout), in blocks over the job's devices (`cell_mesh`;
+    each device runs its block with the one-cell program, so a cell trains the same on any
+    device count). `wrap` decorates the traced function (tests pass
     chex.assert_max_traces(n=1))."""
     layout = layout or grid.layout
     check_layout(layout)
+    mesh = cell_mesh(grid, devices)
     t = grid.train
     cfg = grid.cell_config(0)
     samplers = [lambda key, k=k: tasks.sample_batch(k, key, t.batch, t.lmin, t.lmax, t.lmax)
@@ -159,7 +177,9 @@ def make_grid_runner(grid: Grid, layout: str | None = None,
             task, samplers, stream(st.key, DATA, st.step)))
         return train.run_steps(step, state, n_steps)
 
-    return jax.jit(wrap(LAYOUTS[layout](run_one, grid)))
+    run = jax.jit(wrap(shard_seeds(LAYOUTS[layout](run_one, grid), mesh, n_replicated=1)))
+    task_C = place(_task_of_cell(grid), mesh)
+    return lambda states_C, n_steps: run(place(states_C, mesh), task_C, n_steps)
 
 
 def cell_names(grid: Grid) -> list[str]:
@@ -181,24 +201,29 @@ def boundaries(t: TrainConfig, start: int) -> list[int]:
 
 
 def train_program(grid: Grid, path: Path | str, resume: bool = False,
-                  on_chunk: Callable | None = None, runner: Callable | None = None
-                  ) -> train.TrainState:
+                  on_chunk: Callable | None = None, runner: Callable | None = None,
+                  devices: int | None = None) -> train.TrainState:
     """Train every cell to grid.train.steps in the run directory `path` (lgjax.checkpoints: lock,
     digests, strict restores), continuing from its newest intact checkpoint when `resume`; saves
     every train.ckpt_every steps and the last, keeping the last two; on_chunk(step, states,
-    loss_C)."""
+    loss_C). The cells split over the job's devices and processes (`cell_mesh`); every process
+    saves its own block, as for a harness run."""
     t = grid.train
     template = train.abstract_states(grid.cell_config(0), math.prod(grid.shape))
     with RunDir(path, grid, resume=resume, template=template, keep=2) as run, \
             metrics.Log(path, cell_labels(grid)) as log:
         found = run.restore_latest_intact()
         states = found[1] if found is not None else init_states(grid)
-        start = int(np.asarray(states.step)[0])
+        states = place(states, cell_mesh(grid, devices))
+        start = int(first_local(states.step))
         log.resume(start)
-        runner = log.watch(runner or make_grid_runner(grid))
+        runner = log.watch(runner or make_grid_runner(grid, devices=devices))
         for end in boundaries(t, start):
             states, loss_C = runner(states, jnp.int32(end - start))
-            train.check_finite(states, [f"cell {c}" for c in cell_names(grid)])
+            # one exchange per chunk: every process sees every cell's flag, decides alike
+            bad_C, loss_C = to_host((states.bad_step, loss_C))
+            train.check_finite(states._replace(bad_step=bad_C),
+                               [f"cell {c}" for c in cell_names(grid)])
             if (end % t.ckpt_every == 0 or end == t.steps) and run.needs_save(end):
                 log.flush()  # the rows up to a checkpoint are on disk before it commits
                 run.save(end, states)

@@ -13,7 +13,7 @@ from lgjax.runs import open_run
 from tests.conftest import tiny
 
 FOUR_DEVICES = textwrap.dedent("""
-    import sys
+    import dataclasses, sys
     import chex, jax
     sys.path.insert(0, {root!r})
     from tests.conftest import tiny
@@ -28,6 +28,24 @@ FOUR_DEVICES = textwrap.dedent("""
     acc4 = evaluate.evaluate(sharded.params, cfg, (8, 10), 64, devices=4).accuracy
     acc1 = evaluate.evaluate(sharded.params, cfg, (8, 10), 64, devices=1).accuracy
     assert (acc4 == acc1).all()
+    # a grid's cells (2 tasks x 2 seeds) split over the devices like seeds: what one device
+    # trains (to 1e-6: XLA's CPU devices split their threads, so sums may reassociate)
+    import jax.numpy as jnp
+    from lgjax import grid
+    from lgjax.config import ModelConfig, TaskConfig, TrainConfig
+    g = grid.Grid((TaskConfig("prev", vocab=6), TaskConfig.of("skip", vocab=6, offset=2)),
+                  ModelConfig("rope", arch="transformer", layers=1, d=8, query="all"),
+                  TrainConfig(steps=4, batch=4, lmin=6, lmax=6,
+                              seeds=(0, 1), chunk=2, ckpt_every=2))
+    two = grid.train_program(g, {run!r} + "-grid", devices=2)
+    assert len(two.params["readout"]["kernel"].sharding.device_set) == 2
+    one = grid.make_grid_runner(g, devices=1)(grid.init_states(g), jnp.int32(4))[0]
+    chex.assert_trees_all_close(two, one, atol=1e-6)
+    try:  # 4 cells in blocks of 1 would split a task's 2 seeds
+        grid.check(dataclasses.replace(g, layout="tasks"), devices=4)
+        raise SystemExit("a tasks layout over blocks that split a task was accepted")
+    except grid.ConfigError as err:
+        assert "--layout" in str(err)
     print("OK")
 """)
 

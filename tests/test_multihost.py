@@ -124,3 +124,37 @@ def test_one_process_helpers_are_plain():
     assert devices.map_seeds(lambda s: {"seed": s}, 3) == [{"seed": 0}, {"seed": 1}, {"seed": 2}]
     x = jax.numpy.arange(4)
     assert devices.to_host(x) is x and int(devices.first_local(x + 5)) == 5
+
+
+GRID = ["realizability-train", "--tiers", "1L1H", "--encodings", "rope", "--tasks", "prev,skip-2",
+        "--seeds", "2", "--steps", "200", "--chunk", "10", "--ckpt-every", "10", "--d", "8",
+        "--vocab", "6", "--L0", "6", "--test-lengths", "8", "--batch", "8",
+        "--eval-sequences", "16", "--no-progress"]
+
+
+def test_grid_program_over_two_processes_killed_resumed_equals_one_process(tmp_path):
+    """The grid's 2 tasks x 2 seeds split over 2 processes x 2 devices like seeds: each process
+    saves its block; killed and resumed, the program ends as the one-process run does."""
+    four = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    one = cli(*GRID, *where(tmp_path, "one"), env=four)
+    program = ("realizability", "1L1H", "rope")
+    run_dir = tmp_path.joinpath("two", "ck", *program)
+    job = cli(*LAUNCH, *GRID, *where(tmp_path, "two"))
+    kill_process_1_after(job, run_dir / "10")
+    _, err = finish(job)
+    assert job.returncode == 1, err[-2000:]
+    assert not (run_dir / "results.json").exists()
+    _, err = finish(one)
+    assert one.returncode == 0, err[-2000:]
+    resumed = cli(*LAUNCH, *GRID, *where(tmp_path, "two"), "--resume")
+    _, err = finish(resumed)
+    assert resumed.returncode == 0, err[-2000:]
+    reference = restore_all(tmp_path.joinpath("one", "ck", *program))
+    finished = restore_all(run_dir)
+    assert sorted(finished) == sorted(reference) == [190, 200]  # the last two are kept
+    for step, states in finished.items():
+        chex.assert_trees_all_close(states, reference[step], atol=1e-6)
+    got, want = (json.loads(tmp_path.joinpath(name, "ck", *program, "results.json").read_text())
+                 for name in ("two", "one"))
+    for field in ("train_acc", "lg", "acc_all", "seeds", "tasks"):
+        assert got[field] == want[field], field

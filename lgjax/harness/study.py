@@ -176,11 +176,14 @@ def preflight(module: ModuleType, cfg) -> dict[str, RunConfig | grid.Grid]:
         raise ConfigError("--eval-lengths: give at least one evaluation length")
     for name, rc in runs.items():
         check_inside(name, opts.ckpt_root)
-        (grid.check if isinstance(rc, grid.Grid) else validate)(rc, lengths)
+        if isinstance(rc, grid.Grid):
+            grid.check(rc, lengths, opts.devices or None)
+        else:
+            validate(rc, lengths)
+            seed_mesh(len(rc.train.seeds), opts.devices or None)
         check_memory(rc.model, rc.train.batch, rc.train.lmax, "--batch")
         check_memory(rc.model, opts.eval_sequences, max(lengths, default=rc.train.lmax),
                      "--eval-sequences")
-        seed_mesh(len(rc.train.seeds), opts.devices or None)
         # free, or holding this very config: finished (reloaded) or resumed; writes nothing
         run_dir = Path(opts.ckpt_root) / name
         checkpoints.check_run_dir(run_dir, rc, resume=opts.resume or is_finished(run_dir, rc))
@@ -201,8 +204,9 @@ def train_one(rc: RunConfig | grid.Grid, run_dir: Path, opts: RunOptions, label:
 
     t0 = time.perf_counter()
     resume = opts.resume or is_finished(run_dir, rc)  # a finished run is reloaded, not redone
-    if isinstance(rc, grid.Grid):  # one program on one device (grid.check refuses a job)
-        states = grid.train_program(rc, run_dir, resume=resume, on_chunk=tick)
+    if isinstance(rc, grid.Grid):  # its cells split over the job's devices like seeds
+        states = grid.train_program(rc, run_dir, resume=resume, on_chunk=tick,
+                                    devices=opts.devices or None)
     else:
         states = driver.train_run(rc, run_dir, resume=resume, on_chunk=tick,
                                   devices=opts.devices or None)

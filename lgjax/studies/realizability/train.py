@@ -31,6 +31,7 @@ from lgjax import grid
 from lgjax.checkpoints import step_folders
 from lgjax.checkpoints.integrity import write_atomic
 from lgjax.config import ConfigError, ModelConfig, TrainConfig
+from lgjax.devices import is_leader
 from lgjax.encodings import AlibiOptions, ApeOptions, RopeOptions
 from lgjax.harness.ranges import option
 from lgjax.harness.study import RunOptions, Trained
@@ -133,8 +134,6 @@ def measured(cfg: Config, path: Path, g: grid.Grid) -> dict | None:
 
 
 def check(cfg: Config) -> None:
-    if cfg.run.devices > 1:
-        raise ConfigError("--devices: the grid runner runs on one device; use 0 or 1")
     if not (cfg.tiers and cfg.encodings and cfg.tasks and cfg.test_lengths):
         raise ConfigError("--tiers/--encodings/--tasks/--test-lengths: give at least one each")
     if min(cfg.test_lengths) <= cfg.L0:
@@ -180,7 +179,8 @@ def on_trained(cfg: Config, name: str, t: Trained) -> None:
     # a damaged (or other grid's) file is replaced; a fresh one is written only where no job
     # wrote one meanwhile
     f = t.run_dir / PROGRAM_RESULTS
-    write_atomic(f, json.dumps(res, indent=1), replace=f.exists())
+    if is_leader():  # every process measured (the evaluation is split over them); one writes
+        write_atomic(f, json.dumps(res, indent=1), replace=f.exists())
 
 
 def measure(cfg: Config, trained: dict[str, Trained]) -> dict:
