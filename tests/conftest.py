@@ -50,8 +50,8 @@ def tiny(encoding="rope", task="fixed_offset", seeds=(0, 1), steps=6, query=None
 @pytest.fixture
 def fresh_plugins(tmp_path_factory):
     """Call it to forget the plugins loaded in this process since the test began, as a new
-    process would: the registries' entries, plugins.LOADED and the plugin modules imported
-    from the tests' folder or a temporary one. The test ends with it called."""
+    process would: the registries' entries from outside lgjax, plugins.LOADED and the plugin
+    modules imported from the tests' folder or a temporary one. The test ends with it called."""
     import sys
     from pathlib import Path
 
@@ -63,11 +63,14 @@ def fresh_plugins(tmp_path_factory):
     loaded, modules = list(plugins.LOADED), set(sys.modules)
     homes = (str(Path(__file__).parent), str(tmp_path_factory.getbasetemp()))
 
-    def forget():
+    def forget():  # entries lgjax's own modules registered meanwhile (a study's tasks) stay
         for registry, entries, providers in saved:
-            dict.clear(registry)
-            dict.update(registry, entries)
-            registry.providers = dict(providers)
+            for key in list(registry):
+                if key in entries and registry[key] is not entries[key]:
+                    dict.__setitem__(registry, key, entries[key])
+                    registry.providers[key] = providers[key]
+                elif key not in entries and not registry.providers[key].startswith("lgjax"):
+                    del registry[key]
         plugins.LOADED[:] = loaded
         for name in set(sys.modules) - modules:
             if (getattr(sys.modules[name], "__file__", None) or "").startswith(homes):

@@ -37,7 +37,7 @@ def test_registering_an_existing_name_is_refused_unless_asked():
         lgjax.register_encoding("x", 42)
 
 
-def test_a_run_records_the_module_of_a_plugin_entry():
+def test_a_run_records_the_module_of_a_plugin_entry(fresh_plugins):
     sys.path.insert(0, str(TESTS))
     try:
         from lgjax import plugins
