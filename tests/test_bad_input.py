@@ -32,19 +32,39 @@ CASES = [  # (argv, what the one line must name)
 ]
 
 
-@pytest.mark.parametrize("argv, field", CASES, ids=[" ".join(c[0]) for c in CASES])
-def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, argv, field):
-    ck = tmp_path / "ck"
+def bad_input_case(tmp_path, argv):
+    """argv with its --ckpt-root, in a folder holding what the cases name (a file, a root)."""
     (tmp_path / "a_file").write_text("not a folder")
     (tmp_path / "ckroot" / "contract").mkdir(parents=True)  # a contract-train --ckpt-root
-    extra = ["--ckpt-root", str(ck)] if argv[0] in ("multiseed", "transformer") else []
-    proc = subprocess.run([sys.executable, "-m", "lgjax", *argv, *extra],
+    extra = ["--ckpt-root", "ck"] if argv[0] in ("multiseed", "transformer") else []
+    return [*argv, *extra]
+
+
+@pytest.mark.parametrize("argv, field", CASES, ids=[" ".join(c[0]) for c in CASES])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, monkeypatch, argv,
+                                                         field):
+    monkeypatch.chdir(tmp_path)  # the cases' relative paths, and the default --out, are here
+    line = one_line_exit_2(bad_input_case(tmp_path, argv), capsys)
+    assert field in line, line
+    assert not (tmp_path / "ck").exists() and not (tmp_path / "results").exists()
+
+
+# a usage error and a config error also in a process of its own, as a user runs them: nothing
+# that JAX or Python prints at start or at exit may add a line
+PROCESS_CASES = [c for c in CASES if c[0] in (["multiseed", "--steps", "x"],
+                                              ["multiseed", "--d", "15", "--encodings", "rope"])]
+
+
+@pytest.mark.parametrize("argv, field", PROCESS_CASES,
+                         ids=[" ".join(c[0]) for c in PROCESS_CASES])
+def test_bad_input_in_a_process_of_its_own_is_one_line_exit_2(tmp_path, argv, field):
+    proc = subprocess.run([sys.executable, "-m", "lgjax", *bad_input_case(tmp_path, argv)],
                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode == 2, proc.stderr
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert field in lines[0], lines[0]
-    assert not ck.exists() and not (tmp_path / "results").exists()
+    assert not (tmp_path / "ck").exists() and not (tmp_path / "results").exists()
 
 
 # ---- in-process (the cli's main): each cause, before anything trains, compiles or is written

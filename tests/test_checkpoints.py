@@ -2,10 +2,6 @@ import dataclasses
 import os
 import shutil
 import signal
-import subprocess
-import sys
-import textwrap
-import time
 
 import chex
 import pytest
@@ -14,23 +10,11 @@ from lgjax import checkpoints, train
 from lgjax.checkpoints import driver
 from lgjax.config import ConfigError
 from lgjax.runs import open_run
-from tests.conftest import tiny
+from tests.conftest import start_training, tiny, wait_for_step
 
 TINY = ["multiseed", "--encodings", "rope", "--seeds", "2", "--steps", "12", "--batch", "16",
         "--d", "16", "--vocab", "8", "--train-lengths", "4,8", "--eval-lengths", "8,12",
         "--eval-sequences", "64", "--no-progress"]  # a CLI run every test can afford
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TRAIN = textwrap.dedent("""
-    import sys, time
-    sys.path.insert(0, {root!r})
-    from tests.conftest import tiny
-    from lgjax.checkpoints import driver
-    # a pause at every chunk boundary gives the test time to kill it mid-run
-    driver.train_run(tiny(steps=12), {run!r}, resume=True,
-                     on_chunk=lambda *_: time.sleep(0.2))
-""")
-
 
 CFG = tiny(steps=12)  # checkpoints at 0, 1, 2, 4, 8, 12
 
@@ -55,11 +39,10 @@ def run_copy(trained, tmp_path):
 
 def test_resume_after_outside_kill_equals_uninterrupted(tmp_path, capsys, runner, trained):
     run = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-c", TRAIN.format(root=ROOT, run=str(run))])
+    # a pause at every chunk boundary gives the test time to kill it mid-run
+    proc = start_training(run, steps=12, resume=True, sleep=0.2)
     try:
-        deadline = time.monotonic() + 240
-        while not (run / "4").is_dir() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.005)
+        wait_for_step(proc, run, 4)
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait()

@@ -2,10 +2,7 @@
 user's encoding from --plugin, and a trained run's final parameters from --run-dir."""
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import jax
@@ -134,18 +131,17 @@ def test_registered_profiles_at_the_lab_defaults():
         assert p[name]["collisions"] == 95 * 94 // 2, name
 
 
-def cli(tmp_path, *argv):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(TESTS), str(TESTS.parent), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "lgjax", "contract-lab", *argv, "--out",
-                           str(tmp_path / "out")], capture_output=True, text=True, cwd=tmp_path,
-                          env=env, timeout=300)
+def lab_cli(tmp_path, capsys, *argv):
+    """`lgjax contract-lab ARGV --out tmp/out` in this process: (exit code, captured output)."""
+    rc = main(["contract-lab", *argv, "--out", str(tmp_path / "out")])
+    return rc, capsys.readouterr()
 
 
-def test_encoding_module_end_to_end(tmp_path):
-    proc = cli(tmp_path, "--plugin", "example_encoding")
-    assert proc.returncode == 0, proc.stderr
-    row = next(line for line in proc.stdout.splitlines() if line.startswith("log_bias"))
+def test_encoding_module_end_to_end(tmp_path, capsys, monkeypatch, fresh_plugins):
+    monkeypatch.syspath_prepend(str(TESTS))
+    rc, printed = lab_cli(tmp_path, capsys, "--plugin", "example_encoding")
+    assert rc == 0, printed.err
+    row = next(line for line in printed.out.splitlines() if line.startswith("log_bias"))
     assert row.split()[1:] == ["0.00e+00", "yes", "0.000", "0/4465", "0"]
     res = json.loads((tmp_path / "out" / "results.json").read_text())
     assert res["encodings"]["log_bias"]["kind"] == "bias"
@@ -154,11 +150,11 @@ def test_encoding_module_end_to_end(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["no_such_module_for_lgjax", "1bad.name"])
-def test_bad_encoding_module_is_one_line_exit_2(tmp_path, name):
-    proc = cli(tmp_path, "--plugin", name)
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
-    assert "--plugin" in lines[0] and "Traceback" not in proc.stderr
+def test_bad_encoding_module_is_one_line_exit_2(tmp_path, capsys, name):
+    rc, printed = lab_cli(tmp_path, capsys, "--plugin", name)
+    lines = [line for line in printed.err.splitlines() if line.strip()]
+    assert rc == 2 and len(lines) == 1, printed.err
+    assert "--plugin" in lines[0] and "Traceback" not in printed.err
     assert not (tmp_path / "out").exists()
 
 

@@ -2,10 +2,6 @@
 `lgjax.open_run` on a finished and on a live run; `lgjax curves`."""
 
 import os
-import subprocess
-import sys
-import textwrap
-import time
 
 import numpy as np
 import pytest
@@ -17,12 +13,11 @@ from lgjax.checkpoints import CheckpointError, driver, metrics
 from lgjax.config import ModelConfig, TrainConfig
 from lgjax.harness.cli import main
 from lgjax.studies.implicit_bias import dynamics
-from tests.conftest import tiny
+from tests.conftest import start_training, tiny, wait_for_step
 from tests.test_grid import TASKS
 
 CFG = tiny(steps=12)  # boundaries 1, 2, 3, 4, 6, 8, 9, 12; checkpoints 0, 1, 2, 4, 8, 12
 BOUNDARIES = [1, 2, 3, 4, 6, 8, 9, 12]
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class Killed(Exception):
@@ -149,23 +144,12 @@ def test_event_flush_hands_the_scalars_to_the_os_without_syncing(tmp_path, monke
     folders.close()
 
 
-TRAIN = textwrap.dedent("""
-    import sys, time
-    sys.path.insert(0, {root!r})
-    from tests.conftest import tiny
-    from lgjax.checkpoints import driver
-    # a pause at every chunk boundary: the run stays live while the test reads it
-    driver.train_run(tiny(steps=12), {run!r}, on_chunk=lambda *_: time.sleep(1.0))
-""")
-
-
 def test_open_run_reads_a_live_run_then_the_finished_one(tmp_path, capsys):
     path = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-c", TRAIN.format(root=ROOT, run=str(path))])
+    release = tmp_path / "release"  # the run waits at step 4 until the test has read it live
+    proc = start_training(path, steps=12, hold=release)
     try:
-        deadline = time.monotonic() + 240
-        while not (path / "4").is_dir() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for_step(proc, path, 4)
         assert proc.poll() is None, "the run finished before it could be read live"
         holder = (path / "lgjax.lock").read_text()
         with lgjax.open_run(path) as run:  # no lock taken: the writer keeps its own
@@ -175,6 +159,7 @@ def test_open_run_reads_a_live_run_then_the_finished_one(tmp_path, capsys):
             assert set(cols["step"]) <= set(BOUNDARIES) and 4 in cols["step"]
         assert (path / "lgjax.lock").read_text() == holder and proc.poll() is None
     finally:
+        release.touch()
         proc.wait(timeout=240)
     assert proc.returncode == 0
     run = lgjax.open_run(path)

@@ -37,7 +37,7 @@ def test_registering_an_existing_name_is_refused_unless_asked():
         lgjax.register_encoding("x", 42)
 
 
-def test_a_run_records_the_module_of_a_plugin_entry():
+def test_a_run_records_the_module_of_a_plugin_entry(fresh_plugins):
     sys.path.insert(0, str(TESTS))
     try:
         from lgjax import plugins
@@ -75,14 +75,19 @@ BAD_PLUGINS = {  # module source -> what the one line must say
 
 
 @pytest.mark.parametrize("source", list(BAD_PLUGINS), ids=range(len(BAD_PLUGINS)))
-def test_a_bad_plugin_is_one_line_exit_2_before_any_work(tmp_path, source):
+def test_a_bad_plugin_is_one_line_exit_2_before_any_work(tmp_path, capsys, monkeypatch,
+                                                         fresh_plugins, source):
+    from lgjax.harness.cli import main
+
     (tmp_path / "bad_plugin.py").write_text(source + "\n")
-    proc = lgjax_cli(tmp_path, "--plugin", "bad_plugin", "multiseed", "--out",
-                     str(tmp_path / "out"), "--ckpt-root", str(tmp_path / "ck"))
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    monkeypatch.syspath_prepend(str(tmp_path))
+    rc = main(["--plugin", "bad_plugin", "multiseed", "--out", str(tmp_path / "out"),
+               "--ckpt-root", str(tmp_path / "ck")])
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert rc == 2 and len(lines) == 1, err
     assert "bad_plugin" in lines[0] and BAD_PLUGINS[source] in lines[0], lines[0]
-    assert "Traceback" not in proc.stderr
+    assert "Traceback" not in err
     assert not (tmp_path / "out").exists() and not (tmp_path / "ck").exists()
 
 
@@ -93,14 +98,18 @@ def test_a_missing_plugin_is_one_line_exit_2(tmp_path):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
-def test_a_plugin_given_once_trains_everywhere_and_its_runs_reopen_without_it(tmp_path):
+def test_a_plugin_given_once_trains_everywhere_and_its_runs_reopen_without_it(
+        tmp_path, capsys, monkeypatch, fresh_plugins):
+    from lgjax.harness.cli import main
+
     ck, out = tmp_path / "ck", tmp_path / "out"
+    monkeypatch.syspath_prepend(str(TESTS))
 
     def run(*argv, plugin=True):
-        proc = lgjax_cli(tmp_path, *(("--plugin", "example_plugin") if plugin else ()), *argv,
-                         plugin_path=True)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        return proc
+        rc = main([*(("--plugin", "example_plugin") if plugin else ()), *argv])
+        printed = capsys.readouterr()
+        assert rc == 0, printed.err[-3000:]
+        return printed
 
     run("multiseed", "--encodings", "power_bias", "--seeds", "1", "--steps", "8", "--batch", "8",
         "--eval-sequences", "8", "--eval-lengths", "12,16", "--ckpt-root", str(ck), "--out",
@@ -111,19 +120,23 @@ def test_a_plugin_given_once_trains_everywhere_and_its_runs_reopen_without_it(tm
     alpha = run("realizability-alpha", "--encodings", "rope", "--tasks", "block_start,prev",
                 "--steps", "20", "--lbfgs-iters", "20", "--sweep-nums", "16", "--sweep-bases",
                 "10000", "--sweep-scales", "1.0", "--out", str(out / "alpha"))
-    assert "block_start" in alpha.stdout
+    assert "block_start" in alpha.out
     run("realizability-train", "--tiers", "1L1H", "--encodings", "power_bias", "--tasks",
         "block_start,prev", "--seeds", "1", "--steps", "6", "--chunk", "3", "--ckpt-every", "3",
         "--eval-sequences", "8", "--ckpt-root", str(ck), "--out", str(out / "rt"),
         "--no-progress")
     lab = run("contract-lab", "--out", str(out / "lab"))
-    assert any(line.startswith("power_bias") for line in lab.stdout.splitlines())
+    assert any(line.startswith("power_bias") for line in lab.out.splitlines())
     run("contract-train", "--tasks", "offset_copy", "--schemes", "power_bias", "--seeds", "1",
         "--steps", "4", "--eval-sequences", "8", "--probe-sequences", "8", "--ckpt-root",
         str(ck), "--out", str(out / "ct"), "--no-progress")
-    # later commands, told nothing, import the plugin from the runs' config.json
+    # later commands, told nothing, import the plugin from the runs' config.json: this process
+    # forgets it first, as a new one would not have it
+    fresh_plugins()
+    assert "power_bias" not in lgjax.encodings.ENCODINGS
     run("dynamics", str(ck / "multiseed-K1" / "power_bias"), "--lengths", "8,12", "--out",
         str(out / "dyn"), plugin=False)
+    fresh_plugins()
     run("contract-report", str(ck), "--out", str(out / "cr"), "--eval-sequences", "8",
         plugin=False)
     assert (out / "cr" / "report.md").is_file() and (out / "dyn" / "dynamics.csv").is_file()
