@@ -292,12 +292,12 @@ def _abs(rule, name, pub, st, ctx) -> Outcome:
 
 
 def _resolve(pub, ctx):
-    if isinstance(pub, str):
-        m = re.fullmatch(r"(-?)K", pub)
-        if not m or "K" not in ctx:
+    m = re.fullmatch(r"(-?)K", pub) if isinstance(pub, str) else None
+    if m:
+        if "K" not in ctx:
             raise NotRun(f"published symbol {pub!r} needs the run's K")
         return -ctx["K"] if m.group(1) else ctx["K"]
-    return pub
+    return pub  # a number, or a text compared as it is (a count such as "4/25")
 
 
 def _exact(rule, name, pub, st, ctx) -> Outcome:

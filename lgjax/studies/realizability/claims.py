@@ -211,7 +211,7 @@ def separation(tasks):
 
 def main_count(results) -> Measured:
     c = get(results, "realizability-report", "counts")
-    absent = [t for t in R.EXPECTED_TIERS if t not in c["per_tier"]]
+    absent = [t for t in R.EXPECTED_TIERS if not c["per_tier"].get(t, {}).get("main")]
     if absent:
         raise NotRun(f"{', '.join(absent)} not trained ({TIERS_FLAG} {','.join(absent)}; "
                      + "; ".join(f"{t} {COST[t]}" for t in absent) + ")")

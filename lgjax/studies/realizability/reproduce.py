@@ -26,6 +26,8 @@ STUDY = "realizability"
 TABLE8_TASKS = ("prev", "skip-3", "copy", "reverse", "first")
 SENSITIVITY_L0 = (10, 40)  # beside the main grid's L0 = 20
 ROPE_SCALES = (0.3, 0.1, 0.03, 0.01)  # beside the main grid's 1.0
+MAIN_SETTING_ONLY = {"sweep_nums": (A.Config().num,), "sweep_bases": (A.Config().base,),
+                     "sweep_scales": (A.Config().scale,)}  # no frequency sweep
 CPU_TIERS = ("1L1H",)  # the tier the theory describes; the others on request on a CPU
 SCALE_TIERS = ("1L1H", "2L4H")  # Table 7's
 # --quick: smaller evaluations and bootstraps (the run options come from QUICK_RUN)
@@ -63,13 +65,14 @@ def steps(cfg, root: Path, quick_run) -> list:
         run = quick_run if cfg.quick else T.Config().run
         run = dataclasses.replace(run, out=str(sub), ckpt_root=str(root),
                                   progress=cfg.progress, devices=min(cfg.devices, 1))
-        c = dataclasses.replace(T.Config(), run=run, name=name, **over)
-        return _replace(c, quick.get("train", {}))
+        c = _replace(dataclasses.replace(T.Config(), run=run), quick.get("train", {}))
+        return dataclasses.replace(c, name=name, **over)  # the step's own settings last
 
     def alpha(sub: Path, **over):
-        return _replace(dataclasses.replace(A.Config(), out=str(sub), **over),
-                        quick.get("alpha", {}))
+        c = _replace(A.Config(), quick.get("alpha", {}))
+        return dataclasses.replace(c, out=str(sub), **over)
 
+    # cheapest first, so that a run stopped early has the most finished parts
     plan = [Step("realizability-alpha", "", A, alpha(out / "realizability-alpha"),
                  out / "realizability-alpha")]
     sens_alpha, sens_train, scales = [], [], []
@@ -78,8 +81,14 @@ def steps(cfg, root: Path, quick_run) -> list:
         sens_alpha.append(sub)
         plan.append(Step("realizability-alpha-L0", f"L0={L0}", A,
                          alpha(sub, L0=L0, lengths=(3 * L0,), focus_length=3 * L0,
-                               tasks=TABLE8_TASKS, sweep_nums=(), sweep_bases=(),
-                               sweep_scales=(A.Config().scale,)),
+                               tasks=TABLE8_TASKS, **MAIN_SETTING_ONLY),
+                         sub, part_of="realizability-report"))
+    for s in ROPE_SCALES:
+        sub = out / "rope-scale" / f"scale={s:g}"
+        scales.append(sub)
+        plan.append(Step("realizability-train-scale", f"{s:g}", T,
+                         grid(f"realizability-rope-scale-{s:g}", sub, tiers=("1L1H",),
+                              encodings=("rope",), tasks=(R.SCALE_TASK,), rope_scale=s),
                          sub, part_of="realizability-report"))
     main = out / "realizability-train"
     plan.append(Step("realizability-train", "", T, grid("realizability", main, tiers=chosen),
@@ -90,13 +99,6 @@ def steps(cfg, root: Path, quick_run) -> list:
         plan.append(Step("realizability-train-L0", f"L0={L0}", T,
                          grid(f"realizability-L0-{L0}", sub, tiers=("1L1H",), L0=L0,
                               tasks=TABLE8_TASKS, test_lengths=(3 * L0,)),
-                         sub, part_of="realizability-report"))
-    for s in ROPE_SCALES:
-        sub = out / "rope-scale" / f"scale={s:g}"
-        scales.append(sub)
-        plan.append(Step("realizability-train-scale", f"{s:g}", T,
-                         grid(f"realizability-rope-scale-{s:g}", sub, tiers=("1L1H",),
-                              encodings=("rope",), tasks=(R.SCALE_TASK,), rope_scale=s),
                          sub, part_of="realizability-report"))
     check = out / "scale-check"
     deep = [t for t in chosen if t != "1L1H"]
