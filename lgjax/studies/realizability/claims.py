@@ -107,7 +107,15 @@ def program(results, tier: str, enc: str, flag: str = TIERS_FLAG) -> dict:
     for p in get(results, "realizability-train", "programs"):
         if p and (p["tier"], p["encoding"]) == (tier, ENCODING.get(enc, enc)):
             return p
-    raise NotRun(f"{tier} not trained ({flag} {tier}; {COST.get(tier, 'cost unmeasured')})")
+    raise NotRun(f"{tier}/{enc} not trained ({flag} {tier}; the tier: "
+                 f"{COST.get(tier, 'cost unmeasured')})")
+
+
+def defined(x: float, why: str) -> float:
+    """A statistic that is undefined (nan: e.g. no learnable cell) is not run, not a miss."""
+    if not np.isfinite(x):
+        raise NotRun(f"undefined on these results: {why}")
+    return float(x)
 
 
 def seeds_at(p: dict, task: str, L: int | None, key: str = "lg") -> np.ndarray:
@@ -179,8 +187,9 @@ def rho(tier: str):
     def make(tasks):
         def measure(results):
             s = tier_stats(results, tier, tasks)
-            return Measured({"value": fixed(s["rho"]), "ci": summary(list(s["rho_ci"]), 0)},
-                            notes=(f"{s['learnable_cells']} of {s['cells']} cells learnable",))
+            cells = f"{s['learnable_cells']} of {s['cells']} cells learnable"
+            return Measured({"value": fixed(defined(s["rho"], cells)),
+                             "ci": summary(list(s["rho_ci"]), 0)}, notes=(cells,))
         return measure
     return readings(make)
 
@@ -189,8 +198,8 @@ def precision(tier: str):
     def make(tasks):
         def measure(results):
             s = tier_stats(results, tier, tasks)
-            return Measured({"": fixed(s["precision"])},
-                            notes=(f"{s['screened_rows']} of {s['rows']} rows screened",))
+            rows = f"{s['screened_rows']} of {s['rows']} rows screened"
+            return Measured({"": fixed(defined(s["precision"], rows))}, notes=(rows,))
         return measure
     return readings(make)
 
@@ -199,14 +208,16 @@ def ci_includes_zero(tasks):
     def measure(results):
         out = {}
         for tier in R.EXPECTED_TIERS:
-            lo, hi = tier_stats(results, tier, tasks)["rho_ci"]
+            lo, hi = (defined(x, f"{tier} rho interval") for x in
+                      tier_stats(results, tier, tasks)["rho_ci"])
             out[tier] = every_cell([bool(lo <= 0 <= hi)])
         return Measured(out)
     return measure
 
 
 def separation(tasks):
-    return lambda results: Measured({"": fixed(tier_stats(results, "1L1H", tasks)["auc"])})
+    return lambda results: Measured({"": fixed(defined(
+        tier_stats(results, "1L1H", tasks)["auc"], "1L1H screen AUC (one class only)"))})
 
 
 def main_count(results) -> Measured:
@@ -237,8 +248,9 @@ def kernel_fit(name: str):
                           for c in rows])
             g = np.array([c["lg"] for c in rows])
             pearson = float(np.corrcoef(a, g)[0, 1]) if a.std() and g.std() else float("nan")
-            return Measured({"spearman": fixed(stats.spearman(a, g)),
-                             "pearson": fixed(pearson)},
+            n = f"{len(rows)} rows"
+            return Measured({"spearman": fixed(defined(stats.spearman(a, g), n)),
+                             "pearson": fixed(defined(pearson, n))},
                             notes=(f"{len(rows)} (cell, L) rows (the study: 75)",))
         return measure
     return {"learnable cells x lengths": make(True), "every cell x length": make(False)}
@@ -258,7 +270,8 @@ def scale_rho(results) -> Measured:
             if not c:
                 raise NotRun(f"{tier} missing in the main grid or the scale check "
                              f"({TIERS_FLAG} {tier})")
-            pair.append(stats.spearman([r["alpha"] for r in c], [r["lg"] for r in c]))
+            pair.append(defined(stats.spearman([r["alpha"] for r in c], [r["lg"] for r in c]),
+                                f"{tier} rho over {len(c)} cells"))
         out[tier] = summary(pair, 0)
     return Measured(out)
 
@@ -280,7 +293,7 @@ def sensitivity(L0: int):
         a = np.array([c["alpha"] for c in cells.values()])
         g = np.array([c["lg"] for c in cells.values()])
         gen = int((g >= th["lg_min"]).sum())
-        out = {"auc": fixed(stats.auc(a, g >= th["lg_min"])),
+        out = {"auc": fixed(defined(stats.auc(a, g >= th["lg_min"]), "one class only")),
                "generalizing_cells": every_cell([f"{gen}/{len(cells)}"])}
         for t in ("prev", "skip-3", "copy", "reverse"):
             c = cells["rope", t]
