@@ -6,11 +6,16 @@ tolerance text and the experiment that measures it. A study's readers module (it
 declares it) holds
 REGISTRY, claim id -> a function of the results dicts {experiment: results.json dict} returning
 the measured components (`Measured`), and EXPECTATIONS, the spec's qualitative "expect" column as
-named predicates. A new study adds a claims file and a measure module; no report code changes.
+named predicates; optionally LABELS (its tolerance labels), RESTATED (claims whose published value
+and tolerance it restates in the rule forms, same numbers) and HINTS (experiment -> what running
+it takes, said when it was not run). A new study adds a claims file and a readers module; no
+report code changes.
 
 Verdicts: a claim "matches" when every tolerance rule holds, "differs" (saying by how much) when
 one does not, "not run" (saying why) when its experiment, its measurement or a key of it is absent.
-Expectations "hold", "fail" or are "not run". An unknown tolerance text is a ToleranceError.
+A judged claim (tolerance "verdict: a / b / ...", a prediction without a published number) takes
+the verdict its measurement returns as its status. Expectations "hold", "fail" or are "not
+run". An unknown tolerance text is a ToleranceError.
 """
 
 from __future__ import annotations

@@ -4,9 +4,14 @@ Every experiment runs through the one harness (lgjax.harness.study.run_study) at
 scale
 (its Config defaults), reusing finished runs under --ckpt-root; `--quick` runs each at a small
 scale (a few minutes here) under <ckpt-root>/quick and the report says it is reduced. Claims are
-data (lgjax/data/claims/<study>.json); `lgjax.reproduce.claims` maps each id to a measurement.
+data (<study package>/<study>.json); the study's readers map each id to a measurement.
+A study may declare a plan (its package's `reproduce.steps`): several runs of one command (e.g.
+contract-lab at three settings, read as results[experiment][key]) and report commands (`main`).
+`lgjax reproduce all` runs every study into <out>/<study> and writes one report over them.
 Command: lgjax reproduce implicit-bias --quick      (~3-5 min here)
          lgjax reproduce implicit-bias              (published scale, transformer reduced on CPU)
+         lgjax reproduce realizability [--tiers all] (1L1H + sweeps on a CPU; resumable)
+         lgjax reproduce contract | all [--quick]
 """
 
 from __future__ import annotations
