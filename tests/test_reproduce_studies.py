@@ -247,3 +247,11 @@ def test_reproduce_all_quick_end_to_end(tmp_path, tiny, capsys):
     assert con["lab.train16_test64_shift5.rope"]["status"] == "matches"
     assert con["lab.train32_test96_shift17.rope"]["status"] == "not run"
     assert con["pred.relative_resists_origin_shift"]["status"] != "not run"
+
+
+@pytest.mark.parametrize("study", ["realizability", "all"])
+def test_bad_tiers_are_refused_before_any_work(tmp_path, capsys, study):
+    assert main(["reproduce", study, "--tiers", "9Z", "--out", str(tmp_path / "o"),
+                 "--ckpt-root", str(tmp_path / "ck")]) == 2
+    assert "--tiers" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists() and not (tmp_path / "ck").exists()

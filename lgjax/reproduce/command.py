@@ -157,6 +157,9 @@ def main(cfg: Config) -> dict:
                           "...), not of all")
     studies = [n for n, s in STUDIES.items() if s.claims]
     check_writable(Path(cfg.out), "--out")
+    for name in studies:  # every study's options (e.g. --tiers) before any of them runs
+        plan(dataclasses.replace(cfg, study=name), Path(cfg.ckpt_root),
+             list(STUDIES[name].experiments))
     done = {}
     for name in studies:
         done[name] = reproduce(dataclasses.replace(cfg, study=name,
