@@ -6,11 +6,16 @@ tolerance text and the experiment that measures it. A study's readers module (it
 declares it) holds
 REGISTRY, claim id -> a function of the results dicts {experiment: results.json dict} returning
 the measured components (`Measured`), and EXPECTATIONS, the spec's qualitative "expect" column as
-named predicates. A new study adds a claims file and a measure module; no report code changes.
+named predicates; optionally LABELS (its tolerance labels), RESTATED (claims whose published value
+and tolerance it restates in the rule forms, same numbers) and HINTS (experiment -> what running
+it takes, said when it was not run). A new study adds a claims file and a readers module; no
+report code changes.
 
 Verdicts: a claim "matches" when every tolerance rule holds, "differs" (saying by how much) when
 one does not, "not run" (saying why) when its experiment, its measurement or a key of it is absent.
-Expectations "hold", "fail" or are "not run". An unknown tolerance text is a ToleranceError.
+A judged claim (tolerance "verdict: a / b / ...", a prediction without a published number) takes
+the verdict its measurement returns as its status. Expectations "hold", "fail" or are "not
+run". An unknown tolerance text is a ToleranceError.
 """
 
 from __future__ import annotations
@@ -43,6 +48,21 @@ def missing(key: str) -> NotRun:
     return NotRun(f"measurement missing: {key}")
 
 
+def dig(node, path: tuple, where: str):
+    """node[path...]; an absent key raises NotRun naming `where` and the path up to it."""
+    for i, key in enumerate(path):
+        try:
+            node = node[key]
+        except (KeyError, IndexError, TypeError):
+            raise missing("/".join(str(p) for p in (where, *path[:i + 1]))) from None
+    return node
+
+
+def get(results: dict, experiment: str, *path):
+    """results[experiment][path...] (check() has made sure the experiment is there)."""
+    return dig(results[experiment], path, experiment)
+
+
 # ---------------------------------------------------------------- claims files
 
 
@@ -54,6 +74,8 @@ class Claim:
     published: object  # number, symbol ("-K"), list, or dict of components
     tolerance: str  # as written in the file; parse_tolerance reads it
     experiment: str  # the experiment whose results measure it
+    restated: str = ""  # the file's own published value and tolerance, where the readers
+    # restate them in the forms the rules read (same numbers; see the readers' RESTATED)
 
 
 @dataclass(frozen=True)
@@ -83,13 +105,20 @@ def load_claims(source: str | Path) -> Claims:
     path = Path(source) if str(source).endswith(".json") else claims_path(str(source))
     raw = json.loads(path.read_text())
     fields = ("id", "where", "what", "published", "tolerance", "experiment")
+    readers = readers_of(path.stem)
+    labels, restate = getattr(readers, "LABELS", {}), getattr(readers, "RESTATED", {})
     claims = []
     for entry in raw["claims"]:
         absent = [f for f in fields if f not in entry]
         if absent:
             raise ValueError(f"{path}: claim {entry.get('id', '?')} lacks {absent}")
         claim = Claim(**{f: entry[f] for f in fields})
-        rules_by_component(claim)
+        if claim.id in restate:
+            published, tolerance = restate[claim.id]
+            claim = Claim(**{**{f: entry[f] for f in fields}, "published": published,
+                             "tolerance": tolerance},
+                          restated=f"file: {entry['published']}; {entry['tolerance']!r}")
+        rules_by_component(claim, labels)
         claims.append(claim)
     twice = sorted(i for i, n in Counter(c.id for c in claims).items() if n > 1)
     if twice:
@@ -162,15 +191,17 @@ class Measured:
 
 # ---------------------------------------------------------------- tolerances
 
-_NUM = r"(?P<x>\d+(?:\.\d+)?)"
+_NUM = r"(?P<x>\d+(?:\.\d+)?(?:e-?\d+)?)"
 FORMS = {  # every clause a tolerance text may hold -> its rule kind; nothing else is accepted
-    rf"abs {_NUM}(?: per length)?(?: \(near chance\))?": "abs",
-    r"exact(?:, every (?:cell|seed))?": "exact",
+    rf"abs {_NUM}(?: per length| each)?(?: \(near chance\))?": "abs",
+    r"exact(?:, every (?:cell|seed)| \(the verdict per tier\))?": "exact",
     rf"(?:within a factor of|factor) {_NUM}": "factor",
     r"same ordering": "ordering",
     r"inside the trained range": "inside_range",
     r"never below the bound": "not_below_bound",
     r"fails \(well below RoPE\)": "fails",
+    r"shown": "shown",  # a published component set beside ours, not checked (the file says so)
+    r"verdict: (?P<v>[a-z ]+(?: / [a-z ]+)+)(?:, by the declared null policy)?": "verdict",
 }
 LABELS = {  # a clause's leading label -> the published components it speaks about
     "carrier": ("carrier_frac",), "alpha": ("alpha",), "c": ("c",), "R^2": ("R2",),
@@ -189,33 +220,40 @@ class Rule:
     text: str  # the clause as written
 
 
-def parse_clause(clause: str) -> Rule:
-    clause = clause.strip()
-    readings = [(None, clause)]  # the whole clause, or a leading label and the rest
-    head, _, rest = clause.partition(" ")
-    if head.rstrip(":") in LABELS and rest:
-        readings.append((head.rstrip(":"), rest))
+def parse_clause(clause: str, labels: dict | None = None) -> Rule:
+    """One clause: a form, optionally led by a label ("alpha abs 0.25") or by labels joined
+    with "and" ("collisions and monotonic_breaks exact"); labels: the study's, beside LABELS."""
+    clause, labels = clause.strip(), {**LABELS, **(labels or {})}
+    readings = [(None, clause)]  # the whole clause, or a leading label phrase and the rest
+    words = clause.split(" ")
+    for i in range(1, len(words)):
+        names = " ".join(words[:i]).rstrip(":").split(" and ")
+        if all(n in labels for n in names):
+            readings.append((" and ".join(names), " ".join(words[i:])))
     for label, body in readings:
         for pattern, kind in FORMS.items():
             if m := re.fullmatch(pattern, body):
                 x = m.groupdict().get("x")
                 return Rule(label, kind, float(x) if x else None, clause)
     raise ToleranceError(f"tolerance clause {clause!r} is not a known form; known forms: "
-                         f"{list(FORMS)} optionally led by a label of {list(LABELS)}")
+                         f"{list(FORMS)} optionally led by a label of {list(labels)}")
 
 
-def parse_tolerance(text: str) -> list[Rule]:
+def parse_tolerance(text: str, labels: dict | None = None) -> list[Rule]:
     """'carrier abs 0.08; alpha abs 0.25; c factor 2' -> one Rule per ';'-separated clause."""
-    return [parse_clause(c) for c in text.split(";") if c.strip()]
+    return [parse_clause(c, labels) for c in text.split(";") if c.strip()]
 
 
-def rules_by_component(claim: Claim) -> list[tuple[Rule, list[str]]]:
-    """Each rule with the published components it covers; every component must be covered."""
-    comps = list(components(claim.published))
+def rules_by_component(claim: Claim, labels: dict | None = None) -> list[tuple[Rule, list[str]]]:
+    """Each rule with the published components it covers (a label covers the components with a
+    '.'-separated part among its names); every component must be covered."""
+    comps, labels = list(components(claim.published)), {**LABELS, **(labels or {})}
     out = []
-    for rule in parse_tolerance(claim.tolerance):
+    for rule in parse_tolerance(claim.tolerance, labels):
+        covered = set() if rule.label is None else {
+            n for name in rule.label.split(" and ") for n in labels[name]}
         names = comps if rule.label is None else [
-            c for c in comps if c.split(".")[0] in LABELS[rule.label]]
+            c for c in comps if covered & set(c.split("."))]
         if not names:
             raise ToleranceError(f"{claim.id}: {rule.text!r} covers none of {comps}")
         out.append((rule, names))
@@ -233,6 +271,7 @@ class Outcome:
     text: str  # the comparison, with by how much
     used: float | None = None  # share of the tolerance used: <= 1 within it (abs, factor);
     # a rule without a width leaves it None: 0 when ok, inf else
+    verdict: str = ""  # a judged claim's verdict (rule "verdict"): it is the claim's status
 
     def __post_init__(self):  # rules compute with numpy; keep report.json plain
         object.__setattr__(self, "ok", bool(self.ok))
@@ -258,12 +297,12 @@ def _abs(rule, name, pub, st, ctx) -> Outcome:
 
 
 def _resolve(pub, ctx):
-    if isinstance(pub, str):
-        m = re.fullmatch(r"(-?)K", pub)
-        if not m or "K" not in ctx:
+    m = re.fullmatch(r"(-?)K", pub) if isinstance(pub, str) else None
+    if m:
+        if "K" not in ctx:
             raise NotRun(f"published symbol {pub!r} needs the run's K")
         return -ctx["K"] if m.group(1) else ctx["K"]
-    return pub
+    return pub  # a number, or a text compared as it is (a count such as "4/25")
 
 
 def _exact(rule, name, pub, st, ctx) -> Outcome:
@@ -316,19 +355,37 @@ def _ordering(rule, names, pubs, stats, ctx) -> list[Outcome]:
                                          + ("" if ok else ": ordering reversed"))]
 
 
+def _shown(rule, name, pub, st, ctx) -> Outcome:
+    return Outcome(name, True, f"shown, not checked: {st.show()} (published {fmt_number(pub)})")
+
+
+def _verdict(rule, name, pub, st, ctx) -> Outcome:
+    """A claim without a published number (a prediction): the measurement returns its verdict
+    (a string, with what decides it in ctx["decides"]); a verdict outside the listed ones is
+    kept as it is and said to be outside them."""
+    listed = re.fullmatch(FORM_OF["verdict"], rule.text)
+    names = [v.strip() for v in listed["v"].split(" / ")] if listed else []
+    text = ctx.get("decides", "")
+    if st.mean not in names:
+        text += f" (verdict {st.mean!r} is none of {names})"
+    return Outcome(name, True, text, verdict=str(st.mean))
+
+
 PER_COMPONENT: dict[str, Callable] = {"abs": _abs, "exact": _exact, "factor": _factor,
                                       "inside_range": _inside_range,
-                                      "not_below_bound": _not_below_bound, "fails": _fails}
+                                      "not_below_bound": _not_below_bound, "fails": _fails,
+                                      "shown": _shown, "verdict": _verdict}
+FORM_OF = {kind: pattern for pattern, kind in FORMS.items()}
 JOINT: dict[str, Callable] = {"ordering": _ordering}  # rules over a group of components
 
 
-def apply_rules(claim: Claim, measured: Measured) -> list[Outcome]:
+def apply_rules(claim: Claim, measured: Measured, labels: dict | None = None) -> list[Outcome]:
     pubs = components(claim.published)
     needed = sorted(set(pubs) - set(measured.components))
     if needed:
         raise missing(", ".join(f"{claim.experiment} {n or 'value'}" for n in needed))
     outcomes = []
-    for rule, names in rules_by_component(claim):
+    for rule, names in rules_by_component(claim, labels):
         try:
             if rule.kind in JOINT:
                 outcomes += JOINT[rule.kind](rule, names, pubs, measured.components,
@@ -369,21 +426,25 @@ def _measured_json(m: Measured) -> dict:
             for k, s in m.components.items()}
 
 
-def check_claim(claim: Claim, results: dict[str, dict], registry: dict) -> list[Verdict]:
-    """One verdict per reading of the claim (one, unless the registry lists several)."""
+def check_claim(claim: Claim, results: dict[str, dict], registry: dict,
+                labels: dict | None = None, hints: dict | None = None) -> list[Verdict]:
+    """One verdict per reading of the claim (one, unless the registry lists several). A judged
+    claim (rule "verdict") takes its measured verdict as its status."""
     base = dict(id=claim.id, kind="claim", experiment=claim.experiment, where=claim.where,
                 what=claim.what, published=claim.published, tolerance=claim.tolerance)
     if claim.id not in registry:
         return [Verdict(**base, status=NOT_RUN, detail="no measurement registered for this claim")]
     if claim.experiment not in results:
-        return [Verdict(**base, status=NOT_RUN, detail=f"experiment not run: {claim.experiment}")]
+        hint = (hints or {}).get(claim.experiment)
+        return [Verdict(**base, status=NOT_RUN, detail=f"experiment not run: {claim.experiment}"
+                        + (f" ({hint})" if hint else ""))]
     entry = registry[claim.id]
     readings = entry if isinstance(entry, dict) else {"": entry}
     out = []
     for reading, measure in readings.items():
         try:
             measured = measure(results)
-            outcomes = apply_rules(claim, measured)
+            outcomes = apply_rules(claim, measured, labels)
         except NotRun as why:
             out.append(Verdict(**base, status=NOT_RUN, detail=str(why), reading=reading))
             continue
@@ -391,7 +452,11 @@ def check_claim(claim: Claim, results: dict[str, dict], registry: dict) -> list[
         detail = _detail(failed or outcomes, len(outcomes), bool(failed))
         if measured.notes:
             detail += " (" + "; ".join(measured.notes) + ")"
-        out.append(Verdict(**base, status=DIFFERS if failed else MATCHES, detail=detail,
+        if claim.restated:
+            detail += f" [restated; {claim.restated}]"
+        judged = [o.verdict for o in outcomes if o.verdict]
+        status = judged[0] if judged else DIFFERS if failed else MATCHES
+        out.append(Verdict(**base, status=status, detail=detail,
                            measured=_measured_json(measured), reading=reading,
                            outcomes=tuple(outcomes)))
     return out
@@ -428,8 +493,16 @@ def check_expectation(exp: Expectation, results: dict[str, dict]) -> Verdict:
 
 
 def study_module(study: str):
-    """The study's claim readers (REGISTRY, EXPECTATIONS), as its package declares them."""
+    """The study's claim readers (REGISTRY, EXPECTATIONS; optionally LABELS, RESTATED), as its
+    package declares them."""
     return importlib.import_module(declared(study).readers)
+
+
+def readers_of(stem: str):
+    """The readers module of the study a claims file's stem names; None for another file."""
+    from lgjax.studies import STUDIES
+
+    return study_module(stem) if stem in STUDIES and STUDIES[stem].claims else None
 
 
 def check(claims: Claims, results: dict[str, dict], registry: dict | None = None,
@@ -441,7 +514,10 @@ def check(claims: Claims, results: dict[str, dict], registry: dict | None = None
     module = study_module(claims.study) if registry is None or expectations is None else None
     registry = module.REGISTRY if registry is None else registry
     expectations = module.EXPECTATIONS if expectations is None else expectations
-    verdicts = [v for c in claims.claims for v in check_claim(c, results, registry)]
+    readers = readers_of(claims.study)
+    labels, hints = getattr(readers, "LABELS", {}), getattr(readers, "HINTS", {})
+    verdicts = [v for c in claims.claims
+                for v in check_claim(c, results, registry, labels, hints)]
     return verdicts + [check_expectation(e, results) for e in expectations]
 
 

@@ -4,15 +4,21 @@ Every experiment runs through the one harness (lgjax.harness.study.run_study) at
 scale
 (its Config defaults), reusing finished runs under --ckpt-root; `--quick` runs each at a small
 scale (a few minutes here) under <ckpt-root>/quick and the report says it is reduced. Claims are
-data (lgjax/data/claims/<study>.json); `lgjax.reproduce.claims` maps each id to a measurement.
+data (<study package>/<study>.json); the study's readers map each id to a measurement.
+A study may declare a plan (its package's `reproduce.steps`): several runs of one command (e.g.
+contract-lab at three settings, read as results[experiment][key]) and report commands (`main`).
+`lgjax reproduce all` runs every study into <out>/<study> and writes one report over them.
 Command: lgjax reproduce implicit-bias --quick      (~3-5 min here)
          lgjax reproduce implicit-bias              (published scale, transformer reduced on CPU)
+         lgjax reproduce realizability [--tiers all] (1L1H + sweeps on a CPU; resumable)
+         lgjax reproduce contract | all [--quick]
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -28,16 +34,35 @@ from lgjax.reproduce import report as reproduce_report
 from lgjax.studies import STUDIES
 
 QUICK_RUN = RunOptions(seeds=2, steps=300, batch=64, eval_sequences=256)
+ALL = "all"  # `lgjax reproduce all`: every study with claims, one report
+
+
 @dataclass(frozen=True)
 class Config:
     study: str = field(default="implicit-bias", metadata={"positional": True})  # whose claims
+    # (or "all")
     quick: bool = False  # every experiment at a small scale (minutes); the report says reduced
     fresh: bool = False  # train everything again (in a new folder) instead of reusing runs
     only: tuple[str, ...] = ()  # run only these experiments (the others' claims: not run)
+    tiers: tuple[str, ...] = ()  # a study with model tiers: train these too (its plan says
+    # which run by default; "all": every one)
     out: str = "results/reproduce"  # report.md/.html/.json and one folder per experiment
     ckpt_root: str = "checkpoints"  # run directories (finished ones are reused)
     progress: bool = True  # progress bars
     devices: int = 0  # devices the seed axis is split over (0: all that divide the seed count)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One command run of a reproduction: its results land at out/results.json (or
+    report.json) and are read as results[experiment] (key "") or results[experiment][key]."""
+
+    experiment: str
+    key: str
+    module: object
+    config: object
+    out: Path
+    part_of: str = ""  # the declared experiment it serves, when its own name is not one
 
 
 def experiment_config(name: str, cfg: Config, ckpt_root: Path):
@@ -54,11 +79,44 @@ def experiment_config(name: str, cfg: Config, ckpt_root: Path):
     return module, dataclasses.replace(module.Config(), run=run, **over)
 
 
-def main(cfg: Config) -> dict:
+def plan(cfg: Config, root: Path, names: list[str]) -> list[Step]:
+    """What to run: the study's own plan (its package's `reproduce.steps`), or each experiment
+    once at its Config."""
+    study = STUDIES[cfg.study]
+    if study.plan:
+        steps = importlib.import_module(study.plan).steps(cfg, root, QUICK_RUN)
+        return [s for s in steps if (s.part_of or s.experiment) in names]
+    return [Step(n, "", *experiment_config(n, cfg, root), Path(cfg.out) / n) for n in names]
+
+
+def run_step(step: Step) -> None:
+    if hasattr(step.module, "runs"):  # a study command (lgjax.harness.study hooks)
+        run_study(step.module, step.config)
+    else:
+        step.module.main(step.config)
+
+
+def load_results(steps: list[Step], experiments) -> dict[str, dict]:
+    """What the files hold (also earlier --only runs): a step without its file is left out."""
+    out = {}
+    for step in steps:
+        found = [p for f in ("results.json", "report.json") if (p := step.out / f).exists()]
+        if not found:
+            continue
+        doc = json.loads(found[0].read_text())
+        if step.key:
+            out.setdefault(step.experiment, {})[step.key] = doc
+        else:
+            out[step.experiment] = doc
+    return out
+
+
+def reproduce(cfg: Config) -> dict:
+    """One study: run its plan, check every claim, write its report into cfg.out."""
     reproducible = {n: s.experiments for n, s in STUDIES.items() if s.claims}
     if cfg.study not in reproducible:
         raise ConfigError(f"study: unknown study {cfg.study!r}; choose one of "
-                          f"{sorted(reproducible)}")
+                          f"{sorted(reproducible) + [ALL]}")
     experiments = reproducible[cfg.study]
     unknown = sorted(set(cfg.only) - set(experiments))
     if unknown:
@@ -70,20 +128,42 @@ def main(cfg: Config) -> dict:
         root = root / f"fresh-{time.strftime('%Y%m%d-%H%M%S')}"
     check_writable(Path(cfg.out), "--out")
     names = [n for n in experiments if not cfg.only or n in cfg.only]
-    planned = [(n, *experiment_config(n, cfg, root)) for n in names]
+    every = plan(dataclasses.replace(cfg, only=()), root, list(experiments))
+    planned = plan(cfg, root, names)
     walls = {}
-    for name, module, exp_cfg in planned:
-        print(f"== {name}", file=sys.stderr)
+    for step in planned:
+        label = step.experiment + (f" {step.key}" if step.key else "")
+        print(f"== {cfg.study}: {label}", file=sys.stderr)
         t0 = time.perf_counter()
-        run_study(module, exp_cfg)
-        walls[name] = time.perf_counter() - t0
-    dirs = {n: Path(cfg.out) / n for n in experiments}
-    results = claims.load_results(dirs)  # what the files hold, also earlier --only runs
+        run_step(step)
+        walls[label] = time.perf_counter() - t0
+    results = load_results(every, experiments)
     verdicts = claims.check(claim_set, results)
     reduced = cfg.quick or any(r.get("reduced") for r in results.values())
+    dirs = {s.experiment: s.out for s in every if not s.key}
     text = reproduce_report.write_report(verdicts, results, reproduce_report.figures_in(dirs),
                                          cfg.out, reduced, cfg.study)
     print(text)
     print("wall seconds per experiment: " + ", ".join(f"{n} {s:.0f}" for n, s in walls.items())
           + f"; total {sum(walls.values()):.0f}")
-    return {"verdicts": verdicts, "wall_seconds": walls}
+    return {"verdicts": verdicts, "wall_seconds": walls, "reduced": reduced}
+
+
+def main(cfg: Config) -> dict:
+    if cfg.study != ALL:
+        return reproduce(cfg)
+    if cfg.only:
+        raise ConfigError("--only: name experiments of one study (lgjax reproduce STUDY --only "
+                          "...), not of all")
+    studies = [n for n, s in STUDIES.items() if s.claims]
+    check_writable(Path(cfg.out), "--out")
+    for name in studies:  # every study's options (e.g. --tiers) before any of them runs
+        plan(dataclasses.replace(cfg, study=name), Path(cfg.ckpt_root),
+             list(STUDIES[name].experiments))
+    done = {}
+    for name in studies:
+        done[name] = reproduce(dataclasses.replace(cfg, study=name,
+                                                   out=str(Path(cfg.out) / name)))
+    text = reproduce_report.write_combined(done, cfg.out)
+    print(text)
+    return done

@@ -62,8 +62,10 @@ def counts(verdicts: list[Verdict]) -> dict:
     expects = [v for v in verdicts if v.kind == "expect"]
     c, e = Counter(v.status for v in claims), Counter(v.status for v in expects)
     readings = sorted({v.id for v in claims if v.reading})
+    judged = {k: n for k, n in c.items() if k not in (MATCHES, DIFFERS, NOT_RUN)}
     return {"claim_checks": len(claims), "claims": len({v.id for v in claims}),
             "matches": c[MATCHES], "differs": c[DIFFERS], "claims_not_run": c[NOT_RUN],
+            "judged": dict(sorted(judged.items())),
             "read_several_ways": readings, "expectations": len(expects), "holds": e[HOLDS],
             "fails": e[FAILS], "expectations_not_run": e[NOT_RUN]}
 
@@ -97,13 +99,18 @@ def summary(verdicts: list[Verdict], results: dict[str, dict], reduced: bool,
                if n["read_several_ways"] else "")
     lines = [f"{study}: {scale_line(reduced, results)}",
              f"{n['matches']} of {n['claim_checks']} claim checks match ({n['claims']} claims"
-             f"{several}); {n['differs']} differ, {n['claims_not_run']} not run",
+             f"{several}); {n['differs']} differ, {n['claims_not_run']} not run"
+             + "".join(f", {k} {c}" for k, c in n["judged"].items()),
              f"expectations: {n['holds']} of {n['expectations']} hold, {n['fails']} fail, "
              f"{n['expectations_not_run']} not run"]
     differ = [v for v in verdicts if v.status == DIFFERS]
     if differ:
         lines.append("claims that differ (published vs measured; report.md has every value):")
         lines += [_clip(f"  {v.label}: {v.detail}") for v in differ]
+    judged = [v for v in verdicts if v.kind == "claim" and v.status in n["judged"]]
+    if judged:
+        lines.append("judged claims (no published number; the verdict decides):")
+        lines += [_clip(f"  {v.label}: {v.status.upper()}: {v.detail}") for v in judged]
     fail = [v.id for v in verdicts if v.status == FAILS]
     if fail:
         lines += textwrap.wrap("expectations that fail: " + ", ".join(fail), SUMMARY_WIDTH,
@@ -154,12 +161,13 @@ def _row(v: Verdict) -> list[str]:
     if v.kind == "expect":
         return [v.id, v.experiment, v.what, "-", "-", v.tolerance, MARK[v.status], v.detail]
     return [v.label, v.where, v.what, fmt_value(v.published), fmt_measured(v.measured),
-            v.tolerance, MARK[v.status], v.detail]
+            v.tolerance, MARK.get(v.status, v.status), v.detail]
 
 
 def _short_row(v: Verdict) -> list[str]:
     """A claim's row in its experiment's section (SHORT_COLS)."""
-    return [v.label, fmt_value(v.published), fmt_measured(v.measured), MARK[v.status]]
+    return [v.label, fmt_value(v.published), fmt_measured(v.measured),
+            MARK.get(v.status, v.status)]
 
 
 CLAIM_COLS = ["claim", "where", "what", "published", "measured (mean +- sd over seeds)",
@@ -220,8 +228,8 @@ def render_html(md: str, out: Path, study: str) -> str:
     classed by its verdict so that CSS colours the row."""
     body = markdown.markdown(md, extensions=["tables", "fenced_code"])
     png = lambda m: base64.b64encode((out / m[1]).read_bytes()).decode("ascii")
-    body = re.sub(f'src="({FIGURES}/[^"]+)"', lambda m: f'src="data:image/png;base64,{png(m)}"',
-                  body)
+    body = re.sub(f'src="((?:[\\w.-]+/)?{FIGURES}/[^"]+)"',  # a study's, in `reproduce all`
+                  lambda m: f'src="data:image/png;base64,{png(m)}"', body)
     verdict = lambda m: m[1].lower().replace(" ", "-")
     body = re.sub(f"<td>({'|'.join(MARK.values())})</td>",
                   lambda m: f'<td class="{verdict(m)}">{m[1]}</td>', body)
@@ -251,3 +259,33 @@ def write_report(verdicts: list[Verdict], results_by_experiment: dict[str, dict]
 def figures_in(dirs: dict[str, Path | str]) -> dict[str, list[Path]]:
     """{experiment: its output directory} -> {experiment: the PNGs there}."""
     return {name: pngs for name, d in dirs.items() if (pngs := sorted(Path(d).glob("*.png")))}
+
+
+def write_combined(done: dict[str, dict], out_dir: Path | str) -> str:
+    """`reproduce all`: one report.md/.html/.json over the studies written in out_dir/<study>:
+    a summary table per study, then each study's own report as its section."""
+    out = Path(out_dir)
+    cols = ["study", "scale", "claim checks", "match", "differ", "not run", "judged",
+            "expectations hold / fail / not run", "wall s"]
+    rows, sections, doc = [], [], {}
+    for study, res in done.items():
+        sub = json.loads((out / study / "report.json").read_text())
+        n, wall = sub["counts"], sum(res["wall_seconds"].values())
+        rows.append([study, "reduced" if sub["reduced"] else "published", n["claim_checks"],
+                     n["matches"], n["differs"], n["claims_not_run"],
+                     ", ".join(f"{k} {c}" for k, c in n.get("judged", {}).items()) or "-",
+                     f"{n['holds']} / {n['fails']} / {n['expectations_not_run']}",
+                     f"{wall:.0f}"])
+        md = (out / study / "report.md").read_text()
+        md = md.replace(f"]({FIGURES}/", f"]({study}/{FIGURES}/")  # figures stay beside it
+        sections += ["", re.sub(r"^#", "##", md, flags=re.M)]
+        doc[study] = {"counts": n, "reduced": sub["reduced"], "wall_seconds": res["wall_seconds"]}
+    table = markdown_table(cols, rows)
+    md = "\n".join(["# Reproduction report: every study", "", *table, *sections]) + "\n"
+    (out / "report.md").write_text(md)
+    (out / "report.html").write_text(render_html(md, out, "every study"))
+    (out / "report.json").write_text(json.dumps(_json_safe(doc), indent=1))
+    lines = ["every study:"] + [f"  {r[0]}: {r[3]} of {r[2]} claim checks match, {r[4]} differ, "
+                                f"{r[5]} not run{'; ' + r[6] if r[6] != '-' else ''} "
+                                f"({r[1]} scale, {r[8]} s)" for r in rows]
+    return "\n".join(lines + [f"wrote {out / 'report.md'}, report.html, report.json"])

@@ -16,4 +16,8 @@ STUDY = StudyDeclaration(
         "contract-train": Command(_ + "train", "contract matrix: train, measure"),
         "contract-report": Command(_ + "report", "contract matrix report, verdicts"),
     },
+    experiments=("contract-lab", "contract-train", "contract-report"),
+    claims="contract.json",
+    readers=_ + "claims",
+    plan=_ + "reproduce",
 )

@@ -17,8 +17,10 @@ from lgjax.reproduce.claims import (
     Expectation,
     Measured,
     NotRun,
+    dig,
     every_cell,
     fixed,
+    get,
     missing,
     over_seeds,
     summary,
@@ -35,21 +37,6 @@ TRANSFORMER_K3 = (("K",), 3, "K")
 
 
 # ---------------------------------------------------------------- reading results
-
-
-def dig(node, path: tuple, where: str):
-    """node[path...]; an absent key raises NotRun naming `where` and the path up to it."""
-    for i, key in enumerate(path):
-        try:
-            node = node[key]
-        except (KeyError, IndexError, TypeError):
-            raise missing("/".join(str(p) for p in (where, *path[:i + 1]))) from None
-    return node
-
-
-def get(results: dict, experiment: str, *path):
-    """results[experiment][path...] (check() has made sure the experiment is there)."""
-    return dig(results[experiment], path, experiment)
 
 
 def need(results: dict, experiment: str, guard: tuple | None) -> None:

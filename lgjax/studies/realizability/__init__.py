@@ -17,4 +17,8 @@ STUDY = StudyDeclaration(
         "realizability-train": Command(_ + "train", "the realizability grid"),
         "realizability-report": Command(_ + "report", "alpha vs trained LG"),
     },
+    experiments=("realizability-alpha", "realizability-train", "realizability-report"),
+    claims="realizability.json",
+    readers=_ + "claims",
+    plan=_ + "reproduce",
 )

@@ -1,0 +1,40 @@
+"""What `lgjax reproduce contract` runs (its claims: contract.json, readers: claims).
+
+contract-lab at the three settings the claims file lists (no training, seconds each), then the
+matrix (contract-train at its Config: 4 tasks x 6 schemes x 5 seeds, resumable cell by cell
+under --ckpt-root) and contract-report over it, whose verdicts judge the seven predictions.
+--quick: QUICK_RUN's seeds and steps with QUICK's smaller evaluations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from lgjax.studies.contract import lab as L
+from lgjax.studies.contract import report as R
+from lgjax.studies.contract import train as T
+from lgjax.studies.contract.claims import SETTINGS
+
+QUICK = {"train": {"probe_sequences": 64, "extend": (64,), "shifts": (4,)}}
+
+
+def steps(cfg, root: Path, quick_run) -> list:
+    from lgjax.reproduce.command import Step
+
+    out = Path(cfg.out)
+    plan = []
+    for key, (train, test, shift) in SETTINGS.items():
+        sub = out / "contract-lab" / key
+        plan.append(Step("contract-lab", key, L, dataclasses.replace(
+            L.Config(), train=train, test=test, shift=shift, out=str(sub)), sub))
+    matrix = out / "contract-train"
+    run = dataclasses.replace(quick_run if cfg.quick else T.Config().run, out=str(matrix),
+                              ckpt_root=str(root), progress=cfg.progress, devices=cfg.devices)
+    over = QUICK["train"] if cfg.quick else {}
+    plan.append(Step("contract-train", "", T, dataclasses.replace(T.Config(), run=run, **over),
+                     matrix))
+    report = out / "contract-report"
+    plan.append(Step("contract-report", "", R, dataclasses.replace(
+        R.Config(), source=str(matrix), out=str(report)), report))
+    return plan

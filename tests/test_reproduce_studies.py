@@ -1,0 +1,257 @@
+"""`lgjax reproduce realizability | contract | all`: the claim readers of both studies on small
+synthetic results (match, differ, not run), and `reproduce all --quick` end to end at a tiny
+scale."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from lgjax.harness.cli import main
+from lgjax.harness.study import RunOptions
+from lgjax.reproduce import claims as C
+from lgjax.reproduce import command as reproduce
+from lgjax.studies import STUDIES
+from lgjax.studies.contract import reproduce as contract_plan
+from lgjax.studies.realizability import reproduce as realizability_plan
+
+TASKS = ("prev", "skip-2", "skip-3", "skip-5", "copy", "reverse", "first", "pos-2", "pos-5",
+         "induction")
+ENCODINGS = ("ape", "nope", "alibi", "sinusoidal", "rope")
+LENGTHS = [30, 40, 50, 60, 80]
+
+
+def verdicts(study: str, results: dict) -> dict:
+    return {v.label: v for v in C.check(C.load_claims(study), results)}
+
+
+# ---------------------------------------------------------------- realizability
+
+
+def alpha_results(alpha: float = 1.0) -> dict:
+    """Every main and sweep row the claims read, each alpha_L = `alpha`."""
+    rows = []
+    for enc in ENCODINGS:
+        freq = enc in ("rope", "sinusoidal")
+        settings = [(16, 1e4, 1.0), (8, 1e4, 1.0), (32, 1e4, 1.0), (16, 1e3, 1.0),
+                    (16, 1e5, 1.0), *[(16, 1e4, s) for s in (0.3, 0.1, 0.03, 0.01)]] \
+            if freq else [(None, None, None)]
+        for num, base, scale in settings:
+            main_row = num in (16, None) and base in (1e4, None) and scale in (1.0, None)
+            for sel in ("reference", "min_norm", "margin") if main_row else ("reference",):
+                rows += [{"encoding": enc, "task": t, "selection": sel, "num": num,
+                          "base": base, "scale": scale, "main": main_row,
+                          "alpha": [alpha] * len(LENGTHS)} for t in TASKS]
+    return {"config": {"num": 16, "base": 1e4, "scale": 1.0}, "lengths": LENGTHS, "rows": rows}
+
+
+def train_results(tiers=("1L1H",), lg: float = 1.0, seeds: int = 2) -> dict:
+    full = lambda v: np.full((len(TASKS), seeds, len(LENGTHS)), v).tolist()
+    return {"programs": [{"tier": t, "encoding": e, "tasks": list(TASKS),
+                          "seeds": list(range(seeds)), "lengths": LENGTHS,
+                          "train_acc": np.ones((len(TASKS), seeds)).tolist(), "lg": full(lg),
+                          "acc_all": full(lg)} for t in tiers for e in ENCODINGS],
+            "reduced": True}
+
+
+@pytest.fixture(scope="module")
+def realizability_results():
+    """alpha, the 1L1H grid and its report (with its sweeps): real statistics over made-up
+    numbers whose alpha and LG agree cell by cell, so rho is defined."""
+    from lgjax.studies.realizability import report as R
+
+    alpha, train = alpha_results(), train_results()
+    rng = np.random.default_rng(0)
+    for r in alpha["rows"]:  # alpha varies over cells; LG follows it
+        r["alpha"] = [float(rng.uniform())] * len(LENGTHS)
+    table = R.alpha_table(alpha)
+    for p in train["programs"]:
+        p["lg"] = [[[table[p["encoding"]][t][L] for L in LENGTHS] for _ in p["seeds"]]
+                   for t in p["tasks"]]
+    rows = R.measurements(train, table)
+    cfg = R.Config(resamples=20)
+    report = {"alpha": True, "rows": rows, "cells": R.seed_means(rows),
+              "counts": R.counts(rows),
+              "thresholds": {"learnable": 0.8, "alpha_min": 0.5, "lg_min": 0.7, "resamples": 20},
+              "stats": R.stats_per_tier(rows, cfg)}
+    return {"realizability-alpha": alpha, "realizability-train": train,
+            "realizability-report": report}
+
+
+def test_realizability_claims_match_differ_and_not_run(realizability_results):
+    v = verdicts("realizability", realizability_results)
+    assert v["t3.rope.skip-5.lg60_1L1H"].status in ("matches", "differs")
+    lg = v["t3.rope.skip-5.lg60_1L1H"]
+    assert lg.measured[""]["n"] == 2
+    # alpha 1 everywhere matches where published 1, differs where published 0 (with both)
+    res = dict(realizability_results, **{"realizability-alpha": alpha_results(1.0)})
+    v = verdicts("realizability", res)
+    assert v["t3.rope.skip-5.alpha60"].status == "matches"
+    assert v["t3.rope.copy.alpha60"].status == "differs"
+    assert "1 vs 0.0" in v["t3.rope.copy.alpha60"].detail
+    # a tier that was not trained: not run, with the flag and its cost
+    deep = v["t3.rope.skip-5.lg60_2L4H"]
+    assert deep.status == "not run" and "--tiers 2L4H" in deep.detail and "CPU-hours" in \
+        deep.detail
+    assert v["text.measurements"].status == "not run"
+    assert "--tiers" in v["text.measurements"].detail
+    # sections the report did not hold: not run, saying which
+    assert v["t10.scale=0.1"].status == "not run"
+    assert v["t8.L0=10"].status == "not run"
+
+
+def test_realizability_statistics_read_the_seven_tasks_and_ten_beside(realizability_results):
+    v = verdicts("realizability", realizability_results)
+    seven = v["t4.1L1H.rho [7 main-grid tasks]"]
+    ten = v["t4.1L1H.rho [all 10 tasks (extra row)]"]
+    assert seven.status in ("matches", "differs") and ten.status in ("matches", "differs")
+    assert "35 cells" in seven.detail and "50 cells" in ten.detail  # 5 PE x 7 / x 10 tasks
+    assert v["t4.1L1H.rho [7 main-grid tasks]"].measured["ci"]["text"].startswith("[")
+    fit = v["t5.min_norm [every cell x length]"]
+    assert "175 (cell, L) rows" in fit.detail  # 5 PE x 7 tasks x 5 lengths
+    assert v["text.separation [7 main-grid tasks]"].status in ("matches", "differs")
+
+
+def test_realizability_sweeps_and_table8(realizability_results):
+    res = json.loads(json.dumps(realizability_results))
+    cells = [dict(c, L=30) for c in res["realizability-report"]["cells"]
+             if c["tier"] == "1L1H" and c["L"] == 30]
+    for c in cells:  # make every Table 8 cell generalize except copy and reverse
+        c["lg"] = 0.0 if c["task"] in ("copy", "reverse") else 1.0
+        c["alpha"] = 0.0 if c["task"] in ("copy", "reverse") else 1.0
+    res["realizability-report"]["sensitivity"] = {"10": {"L": 30, "alpha": True,
+                                                         "cells": cells}}
+    res["realizability-report"]["rope_scale"] = [
+        {"scale": 0.01, "L": 60, "lg": 0.18, "train_acc": 0.23, "n_seeds": 5}]
+    for r in res["realizability-alpha"]["rows"]:
+        if (r["encoding"], r["task"], r["scale"]) == ("rope", "skip-3", 0.01):
+            r["alpha"] = [0.0] * len(LENGTHS)
+    v = verdicts("realizability", res)
+    t8 = v["t8.L0=10"]
+    assert t8.status == "differs", t8.detail  # 15 of 25 cells generalize, the study: 4
+    assert "15/25" in t8.detail
+    assert t8.measured["auc"]["mean"] == 1.0
+    assert v["t10.scale=0.01"].status == "matches"
+    assert v["t11.rope.num=8"].status in ("matches", "differs")
+
+
+# ---------------------------------------------------------------- contract
+
+
+def lab_results() -> dict:
+    """contract-lab at the three settings, from the published values themselves."""
+    out = {}
+    for claim in C.load_claims("contract").claims:
+        if claim.id.startswith("lab."):
+            _, setting, scheme = claim.id.split(".")
+            t, s, h = (int(x) for x in
+                       setting.replace("train", "").replace("test", "").replace("shift", "")
+                       .split("_"))
+            run = out.setdefault(setting, {"config": {"train": t, "test": s, "shift": h},
+                                           "schemes": {}})
+            run["schemes"][scheme] = dict(claim.published)
+    return out
+
+
+def matrix(extend_ape: float, in_range: float = 1.0) -> dict:
+    """A contract matrix of absolute_anchor, 5 seeds: ape extends at extend_ape, the rest at
+    0.1; in_range accuracy for every scheme."""
+    schemes = ["ape", "sinusoidal", "relclip", "rope", "alibi", "nope"]
+    noise = np.linspace(-0.01, 0.01, 5)
+
+    def cell(ext):
+        return {"in_range": {"accuracy": (in_range + noise * 0).tolist(),
+                             "loss": (0.1 + noise).tolist()},
+                "shift": {"4": {"accuracy": [1.0] * 5, "consistency": [1.0] * 5}},
+                "extend": {"64": {"none": (ext + noise).tolist()}}}
+    cells = {"absolute_anchor": {s: cell(extend_ape if s in ("ape", "sinusoidal") else 0.1)
+                                 for s in schemes}}
+    return {"cells": cells, "schemes": schemes, "seeds": list(range(5)), "learnable": 0.9,
+            "lab": {}, "lab_names": {}, "matched": {}}
+
+
+def test_contract_lab_values_match_exactly_and_differ_by_how_much():
+    labs = lab_results()
+    v = verdicts("contract", {"contract-lab": labs})
+    assert sum(x.status == "matches" for x in v.values()) == 18  # 72 values, 4 per claim
+    labs["train16_test64_shift5"]["schemes"]["rope"]["collisions"] += 1
+    labs["train16_test64_shift5"]["schemes"]["learned"]["shift_error"] += 1e-6
+    v = verdicts("contract", {"contract-lab": labs})
+    assert v["lab.train16_test64_shift5.rope"].status == "differs"
+    assert "differ from" in v["lab.train16_test64_shift5.rope"].detail
+    assert v["lab.train16_test64_shift5.learned"].status == "differs"  # 1e-6 > 1e-9
+    del labs["train64_test128_shift33"]
+    v = verdicts("contract", {"contract-lab": labs})
+    assert v["lab.train64_test128_shift33.nope"].status == "not run"
+
+
+def test_contract_predictions_judged_by_the_null_policy():
+    v = verdicts("contract", {"contract-report": matrix(0.9)})
+    assert v["pred.absolute_wins_named_slot"].status == "confirmed"
+    assert "ape" in v["pred.absolute_wins_named_slot"].detail
+    v = verdicts("contract", {"contract-report": matrix(0.1 - 0.5)})
+    assert v["pred.absolute_wins_named_slot"].status == "contradicted"
+    v = verdicts("contract", {"contract-report": matrix(0.1)})
+    assert v["pred.absolute_wins_named_slot"].status == "no effect"
+    v = verdicts("contract", {"contract-report": matrix(0.9, in_range=0.5)})
+    assert v["pred.absolute_wins_named_slot"].status == "not learnable"
+    # a task of the matrix that was not trained, or no matrix at all: not run, with the flag
+    assert v["pred.relative_resists_origin_shift"].status == "not run"
+    assert "offset_copy" in v["pred.relative_resists_origin_shift"].detail
+    none = verdicts("contract", {})["pred.matched_loss"]
+    assert none.status == "not run" and "lgjax reproduce contract" in none.detail
+
+
+# ---------------------------------------------------------------- end to end
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    """Every study at a few steps of a couple of cells (seconds of training each)."""
+    monkeypatch.setattr(reproduce, "QUICK_RUN", RunOptions(seeds=2, steps=3, batch=8,
+                                                           eval_sequences=16))
+    monkeypatch.setitem(STUDIES, "implicit-bias", dataclasses.replace(
+        STUDIES["implicit-bias"], experiments=()))  # its own end-to-end test runs it
+    monkeypatch.setattr(realizability_plan, "QUICK", {
+        "alpha": {"encodings": ("rope",), "sweep_nums": (16,), "sweep_bases": (1e4,),
+                  "sweep_scales": (1.0, 0.1), "lbfgs_iters": 20},
+        "train": {"encodings": ("rope",), "tasks": ("prev", "skip-3"),
+                  "test_lengths": (30, 60), "chunk": 3},
+        "report": {"resamples": 20}})
+    monkeypatch.setattr(realizability_plan, "SENSITIVITY_L0", (10,))
+    monkeypatch.setattr(realizability_plan, "TABLE8_TASKS", ("prev", "skip-3"))
+    monkeypatch.setattr(realizability_plan, "ROPE_SCALES", (0.1,))
+    monkeypatch.setattr(contract_plan, "SETTINGS", {"train16_test64_shift5": (16, 64, 5)})
+    monkeypatch.setattr(contract_plan, "QUICK", {"train": {
+        "tasks": ("offset_copy",), "schemes": ("rope", "alibi"), "probe_sequences": 8,
+        "extend": (40,), "shifts": (4,)}})
+
+
+def test_reproduce_all_quick_end_to_end(tmp_path, tiny, capsys):
+    out = tmp_path / "rep"
+    assert main(["reproduce", "all", "--quick", "--out", str(out), "--ckpt-root",
+                 str(tmp_path / "ck"), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "every study:" in text and "realizability:" in text and "contract:" in text
+    combined = json.loads((out / "report.json").read_text())
+    assert set(combined) == {"implicit-bias", "realizability", "contract"}
+    md = (out / "report.md").read_text()
+    assert "| realizability |" in md and "## Reproduction report: contract" in md
+    real = {v["label"] if "label" in v else v["id"]: v for v in
+            json.loads((out / "realizability" / "report.json").read_text())["verdicts"]}
+    assert real["t3.rope.prev.alpha60"]["status"] in ("matches", "differs")
+    assert real["t3.rope.prev.lg60_1L1H"]["status"] in ("matches", "differs")
+    con = {v["id"]: v for v in
+           json.loads((out / "contract" / "report.json").read_text())["verdicts"]}
+    assert con["lab.train16_test64_shift5.rope"]["status"] == "matches"
+    assert con["lab.train32_test96_shift17.rope"]["status"] == "not run"
+    assert con["pred.relative_resists_origin_shift"]["status"] != "not run"
+
+
+@pytest.mark.parametrize("study", ["realizability", "all"])
+def test_bad_tiers_are_refused_before_any_work(tmp_path, capsys, study):
+    assert main(["reproduce", study, "--tiers", "9Z", "--out", str(tmp_path / "o"),
+                 "--ckpt-root", str(tmp_path / "ck")]) == 2
+    assert "--tiers" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists() and not (tmp_path / "ck").exists()
