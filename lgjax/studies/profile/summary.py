@@ -53,8 +53,10 @@ def realizability(inst: dict, tier: str = "1L1H") -> dict:
             for j, L in enumerate(rz["lengths"]):
                 x.append(a["tasks"][t]["alpha"][a["lengths"].index(L)])
                 y.append(float(lg[k, :, j].mean()))
-    return {"tasks": tasks, "rho": stats.spearman(np.array(x), np.array(y)) if x else None,
-            "precision": stats.precision(x, y, 0.5, 0.7) if x else None, "rows": len(x)}
+    rho = stats.spearman(np.array(x), np.array(y)) if x else float("nan")
+    prec = stats.precision(x, y, 0.5, 0.7) if x else float("nan")
+    undefined = lambda v: None if np.isnan(v) else v  # JSON has no nan
+    return {"tasks": tasks, "rho": undefined(rho), "precision": undefined(prec), "rows": len(x)}
 
 
 def of(inst: dict) -> dict:

@@ -77,12 +77,13 @@ def kernel(arrays: dict, w, L: int):
 
 
 def _jacobian_columns(fn, params) -> np.ndarray:
-    """[..., N]: d fn(params) / d params, flattened over every parameter (N = 0 without any)."""
-    leaves = jax.tree.leaves(params)
-    if not leaves:
-        return np.zeros((*np.shape(fn(params)), 0))
-    jac = jax.jacfwd(fn)(params)
-    out = np.shape(fn(params))
+    """[..., N]: d fn(params) / d params, flattened over every parameter (N = 0 without any);
+    forward or reverse mode, whichever pushes fewer vectors, in one compiled program."""
+    out = jax.eval_shape(fn, params).shape
+    n_in = sum(x.size for x in jax.tree.leaves(params))
+    if not n_in:
+        return np.zeros((*out, 0))
+    jac = jax.jit(jax.jacfwd(fn) if n_in <= np.prod(out) else jax.jacrev(fn))(params)
     return np.concatenate([np.asarray(j).reshape(*out, -1) for j in jax.tree.leaves(jac)], -1)
 
 
@@ -92,7 +93,7 @@ def _nonzero_columns(cols, scored) -> np.ndarray:
 
 def _additive(enc, params, cfg, L: int) -> np.ndarray | None:
     pos, length = jnp.arange(L), jnp.asarray(L)
-    embed = lambda p: enc.embed(p, pos, length, cfg)
+    embed = jax.jit(lambda p: enc.embed(p, pos, length, cfg))
     if np.shape(embed(params)) == ():
         return None  # the default: no embedding
     jac = _nonzero_columns(_jacobian_columns(lambda p: embed(p)[:, 0], params), slice(None))
@@ -106,9 +107,9 @@ def _turned(enc, cfg, positions, L: int) -> np.ndarray:
     """[n, 2, m, m]: per position p, row b of [0] (the query side) and of [1] (the key side) is
     the encoding's rotation of e_b at p (one call for every position)."""
     m, n = cfg.d, len(positions)
-    eye = jnp.tile(jnp.eye(m, dtype=jnp.float32), (n, 1))[:, None, :]
-    at = jnp.repeat(jnp.asarray(positions), m)
-    q, k = enc.rotate_pair(eye, eye, at, jnp.asarray(L), cfg)
+    eye = np.tile(np.eye(m, dtype=np.float32), (n, 1))[:, None, :]
+    at = np.repeat(np.asarray(positions), m)
+    q, k = jax.jit(lambda e, p: enc.rotate_pair(e, e, p, jnp.asarray(L), cfg))(eye, at)
     return np.stack([np.asarray(q[:, 0]), np.asarray(k[:, 0])], 1).reshape(n, m, 2, m) \
         .transpose(0, 2, 1, 3)
 
@@ -119,21 +120,23 @@ def _rotation(enc, cfg, L: int) -> np.ndarray | None:
     if enc.rotate is R_NO_ROTATION and enc.rotate_qk is None:
         return None
     i, j = np.meshgrid(np.arange(L), np.arange(L), indexing="ij")
-    if _is_group_action(enc, cfg, L):  # R_i^T R_j = R_{j-i}: read at the offset (one rounding)
-        M = _turned(enc, cfg, np.arange(-(L - 1), L), L)[:, 1]
-        X = np.transpose(M[j - i + L - 1], (0, 1, 3, 2))  # [L, L, a, b] = (R_{j-i})_{ab}
+    T = _turned(enc, cfg, np.arange(-(L - 1), L), L)  # [2L - 1, 2, m, m]: every offset
+    if _is_group_action(enc, cfg, L, T):  # R_i^T R_j = R_{j-i}: read at the offset (one
+        X = np.transpose(T[j - i + L - 1, 1], (0, 1, 3, 2))  # rounding); [L, L, a, b]
     else:
-        T = _turned(enc, cfg, np.arange(L), L)  # [L, 2, m, m]
-        X = np.einsum("iac,jbc->ijab", T[:, 0], T[:, 1])
+        P = T[L - 1:]  # positions 0..L-1
+        X = np.einsum("iac,jbc->ijab", P[:, 0], P[:, 1])
     return X.reshape(L, L, m * m)
 
 
-def _is_group_action(enc, cfg, L: int) -> bool:
+def _is_group_action(enc, cfg, L: int, T) -> bool:
+    """R_a^T R_b = R_{b-a} on a few pairs (row b of T at p is R_p e_b, keys' side)."""
     if enc.rotate_qk is not None or not enc.length_free(cfg):
         return False
     a, b = np.array([0, 3, L - 1, 5]), np.array([1, 7, 2, L - 1])
-    Ra, Rb, rel = (_turned(enc, cfg, p, L)[:, 1] for p in (a, b, b - a))
-    return np.allclose(Ra @ Rb.transpose(0, 2, 1), rel, atol=1e-5)  # rows: R_{b-a}^T
+    R = lambda p: T[p + L - 1, 1]
+    rel = R(b - a).transpose(0, 2, 1)
+    return np.allclose(R(a) @ R(b).transpose(0, 2, 1), rel, atol=1e-5)
 
 
 R_NO_ROTATION = ENCODINGS["nope"].rotate  # the default behaviour (identity)
@@ -146,7 +149,7 @@ def _bias(enc, params, cfg, L: int) -> tuple[np.ndarray, np.ndarray]:
     bias = lambda p: jnp.broadcast_to(enc.logit_bias(p, q, k, cfg), (L, L, cfg.heads))[..., 0]
     causal = np.tril(np.ones((L, L), bool))
     learned = _nonzero_columns(_jacobian_columns(bias, params), causal)
-    fixed = np.asarray(bias(params), np.float32)
+    fixed = np.asarray(jax.jit(bias)(params), np.float32)
     fixed = fixed[..., None] if np.abs(fixed[causal]).max() > 0 else np.zeros((L, L, 0))
     return fixed, learned
 
