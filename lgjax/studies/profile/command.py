@@ -55,9 +55,10 @@ def check(cfg: Config) -> tuple[str, recipes.Recipe, Path]:
 def main(cfg: Config) -> int:
     name, recipe, out = check(cfg)
     ref_file = Path(cfg.reference) if cfg.reference else reference.FILE
-    ref = reference.load(ref_file)["recipes"].get(recipe.name)
+    reference.load(ref_file)  # a damaged file stops here, before anything trains
     t0 = time.perf_counter()
     inst, secs = instruments.measure_all(name, recipe, out)
+    ref = reference.load(ref_file)["recipes"].get(recipe.name)  # as it is now
     ref_inst = ref["encodings"] if ref else {}
     note = (f"{', '.join(ref_inst)} from {ref_file.name} (made {ref['made']} by `{ref['command']}`)"
             if ref else f"none: {ref_file} has no '{recipe.name}' entry")
