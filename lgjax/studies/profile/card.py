@@ -40,11 +40,13 @@ def verdicts(name: str, s: dict) -> list[str]:
     rz = s["realizability"]
     if rz:
         good = [t for t, v in rz["tasks"].items() if v["lg"] >= 0.7]
+        rho = "undefined (alpha_L or LG constant)" if rz["rho"] is None else f"{rz['rho']:.2f}"
+        prec = "undefined (no row passes alpha >= 0.5)" if rz["precision"] is None else \
+            f"{rz['precision']:.2f}"
         lines.append(f"Realizability, trained 1L1H: LG@{FOCUS} >= 0.7 on "
-                     f"{', '.join(good) or 'none'}; Spearman rho(alpha_L, LG) = "
-                     f"{_f(rz['rho'], '{:.2f}')} over "
-                     f"{rz['rows']} (task, L) rows of learnable tasks, precision of the screen "
-                     f"alpha >= 0.5 -> LG >= 0.7: {_f(rz['precision'], '{:.2f}')}.")
+                     f"{', '.join(good) or 'none'}; Spearman rho(alpha_L, LG) {rho} over "
+                     f"{rz['rows']} (task, L) rows of learnable tasks; precision of the screen "
+                     f"alpha >= 0.5 -> LG >= 0.7: {prec}.")
     return lines
 
 
@@ -59,10 +61,8 @@ def tables(name: str, s: dict, ref: dict) -> list[tuple[str, list[str], list[lis
               x["contract"]["monotonic_breaks"]] for n, x, m in every])]
     tasks = list(s["alpha"])
     out.append((f"alpha_{FOCUS} (pinned selection, generic head at m = 32; * = not realized "
-                "at L0)", ["encoding", *tasks],
-                [[bold(n, m)] + [_f(x["alpha"][t]["alpha"], "{:.2f}")
-                                 + ("*" if x["alpha"][t]["acc_L0"] not in (None, 1.0) else "")
-                                 if t in x["alpha"] else "-" for t in tasks]
+                "at L0; def = content-dependent, alpha := 0)", ["encoding", *tasks],
+                [[bold(n, m)] + [_alpha_cell(x["alpha"].get(t)) for t in tasks]
                  for n, x, m in every]))
     out.append((f"Implicit bias: fixed offset, accuracy in range (L=16) / at L={IB_LONG}, "
                 f"offset -K selected at L={IB_LONG}",
@@ -80,6 +80,14 @@ def tables(name: str, s: dict, ref: dict) -> list[tuple[str, list[str], list[lis
                      + [_f(x["realizability"].get("rho"), "{:.2f}")] for n, x, m in every
                      if x["realizability"]]))
     return out
+
+
+def _alpha_cell(r: dict | None) -> str:
+    if r is None:
+        return "-"
+    if r["acc_L0"] is None:
+        return "def"
+    return f"{r['alpha']:.2f}" + ("*" if r["acc_L0"] < 1.0 else "")
 
 
 def _lg(rz: dict, t: str) -> str:
