@@ -74,8 +74,10 @@ def tables(name: str, s: dict, ref: dict) -> list[tuple[str, list[str], list[lis
                     x["implicit_bias"][K]["offset_ok"])] for n, x, m in every]))
     if s["realizability"]:
         rt = list(s["realizability"]["tasks"])
-        out.append((f"Realizability, trained 1L1H: LG@{FOCUS} (seed mean +- sd; train accuracy "
-                    "in brackets), rho(alpha, LG)", ["encoding", *rt, "rho"],
+        seeds = s["realizability"]["seeds"]
+        out.append((f"Realizability, trained 1L1H: LG@{FOCUS} (mean +- sd over {seeds} seed"
+                    f"{'s' if seeds > 1 else ''}; train accuracy in brackets), rho(alpha, LG)",
+                    ["encoding", *rt, "rho"],
                     [[bold(n, m)] + [_lg(x["realizability"], t) for t in rt]
                      + [_f(x["realizability"].get("rho"), "{:.2f}")] for n, x, m in every
                      if x["realizability"]]))

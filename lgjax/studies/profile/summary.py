@@ -56,7 +56,8 @@ def realizability(inst: dict, tier: str = "1L1H") -> dict:
     rho = stats.spearman(np.array(x), np.array(y)) if x else float("nan")
     prec = stats.precision(x, y, 0.5, 0.7) if x else float("nan")
     undefined = lambda v: None if np.isnan(v) else v  # JSON has no nan
-    return {"tasks": tasks, "rho": undefined(rho), "precision": undefined(prec), "rows": len(x)}
+    return {"tasks": tasks, "rho": undefined(rho), "precision": undefined(prec), "rows": len(x),
+            "seeds": int(lg.shape[1])}
 
 
 def of(inst: dict) -> dict:
