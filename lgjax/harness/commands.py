@@ -10,6 +10,8 @@ HARNESS = {  # the commands of no one study
                          "run a study's experiments and check every published claim"),
     "curves": Command("lgjax.harness.curves",
                       "training loss against step per seed, from runs' metrics.jsonl"),
+    "profile": Command("lgjax.studies.profile.command",
+                       "one encoding through every study's instruments, beside the canonical"),
     "launch": Command("lgjax.harness.launch",
                       "run a command as a job of several processes on this machine"),
 }

@@ -1,0 +1,73 @@
+"""lgjax profile ENCODING: one encoding through every study's instruments, beside the canonical
+encodings (issue 21).
+
+  contract lab at init (no training) | alpha_L with the generic head (no training) |
+  implicit bias: fixed offset K = 1, 2 (trained) | realizability: 1L1H over its tasks (trained)
+Command: lgjax profile ENCODING [--plugin my_pkg.my_module] [--set key=value,...]
+                               [--quick | --full] [--out DIR]
+  --quick ~2-3 min here (reduced), default ~10-15 min (reduced), --full the published scale
+  (adds the 2L4H tier; hours here, minutes on an accelerator). The canonical encodings' numbers
+  come from reference.json (the same recipe, measured by the project; see reference.py).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lgjax.config import ConfigError
+from lgjax.encodings import ENCODINGS
+from lgjax.harness.outputs import check_writable
+from lgjax.studies.profile import card, instruments, options, recipes, reference, summary
+
+
+@dataclass(frozen=True)
+class Config:
+    encoding: str = field(default="", metadata={"positional": True})  # a registered encoding
+    set: tuple[str, ...] = ()  # the encoding's options, key=value,... (e.g. base=1000)
+    quick: bool = False  # the quick recipe (<= 3 min here, reduced)
+    full: bool = False  # the published scale: adds the 2L4H tier (hours on this CPU)
+    out: str = ""  # profile.md/.html/.json and the runs (default results/profile/<encoding>)
+    reference: str = ""  # the canonical encodings' results (default: the packaged one)
+
+
+def recipe_of(cfg: Config) -> recipes.Recipe:
+    if cfg.quick and cfg.full:
+        raise ConfigError("--quick/--full: choose one (or neither for the default recipe)")
+    return recipes.RECIPES["quick" if cfg.quick else "full" if cfg.full else "default"]
+
+
+def check(cfg: Config) -> tuple[str, recipes.Recipe, Path]:
+    """(the encoding's name as profiled, the recipe, the output folder); raises ConfigError
+    before anything trains or is written."""
+    if cfg.encoding not in ENCODINGS:
+        raise ConfigError(f"encoding: unknown encoding {cfg.encoding!r}; choose from "
+                          f"{sorted(ENCODINGS)} (a plugin's: pass --plugin with its module)")
+    recipe = recipe_of(cfg)
+    name = options.variant(cfg.encoding, options.parse(cfg.encoding, cfg.set))
+    out = Path(cfg.out or f"results/profile/{cfg.encoding}")
+    check_writable(out, "--out")
+    instruments.preflight(name, recipe, out)
+    return name, recipe, out
+
+
+def main(cfg: Config) -> int:
+    name, recipe, out = check(cfg)
+    ref_file = Path(cfg.reference) if cfg.reference else reference.FILE
+    reference.load(ref_file)  # a damaged file stops here, before anything trains
+    t0 = time.perf_counter()
+    inst, secs = instruments.measure_all(name, recipe, out)
+    ref = reference.load(ref_file)["recipes"].get(recipe.name)  # as it is now
+    ref_inst = ref["encodings"] if ref else {}
+    note = (f"{', '.join(ref_inst)} from {ref_file.name} (made {ref['made']} by `{ref['command']}`)"
+            if ref else f"none: {ref_file} has no '{recipe.name}' entry")
+    result = {"encoding": name, "plugins": instruments.plugin_modules(name),
+              "recipe": recipe.as_dict(), "reduced": recipes.reduced(recipe),
+              "wall_seconds": time.perf_counter() - t0, "seconds": secs,
+              "summary": summary.of(inst), "reference_note": note,
+              "reference_summary": {n: summary.of(x) for n, x in ref_inst.items()}}
+    files = card.write(result, inst, ref_inst, out)
+    print("\n".join(card.verdicts(name, result["summary"])))
+    print(f"wrote {', '.join(str(f) for f in files)} ({result['wall_seconds']:.0f} s)")
+    return 0

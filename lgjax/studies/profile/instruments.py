@@ -1,0 +1,129 @@
+"""Each study's instrument for one encoding, as numbers (JSON-able): the contract lab's four
+metrics at init, alpha_L with the generic positional-only head, the implicit-bias fixed-offset
+runs (K = 1, 2) and the realizability 1L1H grid row, trained through run_study (resumable,
+under <out>/checkpoints)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+
+from lgjax import keys, models
+from lgjax.config import RunConfig
+from lgjax.encodings import ENCODINGS
+from lgjax.harness import study
+from lgjax.harness.outputs import jsonable
+from lgjax.harness.study import RunOptions, run_study
+from lgjax.studies.contract import lab
+from lgjax.studies.contract import scores as contracts
+from lgjax.studies.implicit_bias import multiseed
+from lgjax.studies.profile.recipes import Recipe
+from lgjax.studies.realizability import alpha as A
+from lgjax.studies.realizability import generic_head as G
+from lgjax.studies.realizability import train as rtrain
+
+
+def contract_init(name: str, options=None) -> list[dict]:
+    """The lab's four metrics of the encoding's positional-only kernel at init, per head (the
+    lab's config: the one-layer head, seed 0's init; `options` replace its defaults)."""
+    cfg = lab.Config()
+    rc = lab.lab_run_config(name, cfg)
+    if options is not None:
+        rc = dataclasses.replace(rc, model=dataclasses.replace(rc.model, enc=options))
+    enc = ENCODINGS[name]
+    params = models.init_params(keys.stream(keys.seed_key(lab.SEED), keys.INIT), rc)
+    return contracts.kernel_profiles(enc.kernel, params, rc.model,
+                                     enc.horizon(rc.model, rc.train), cfg.test, cfg.shift)
+
+
+def alpha(name: str, recipe: Recipe, options=None) -> dict:
+    """alpha_L (the pinned selection, on the generic head at m = 32) per task at the spec's
+    main setting: {task: {acc_L0, alpha [per length], flags}}."""
+    cfg = A.Config(encodings=(name,), steps=recipe.alpha_steps, sweep_nums=(16,),
+                   sweep_bases=(1e4,), sweep_scales=(1.0,))
+    Lmax = max(cfg.lengths)
+    opts = (lambda n, b, s: options) if options is not None else \
+        (lambda n, b, s: G.spec_options(n, cfg.L0, Lmax, b, s))
+    rows = [r for r in G.alpha_rows(cfg, (name,), opts) if r["main"]]
+    return {"L0": cfg.L0, "lengths": list(cfg.lengths),
+            "tasks": {r["task"]: {k: r[k] for k in ("acc_L0", "alpha", "flags")} for r in rows}}
+
+
+def _quiet_study(module, cfg) -> dict:
+    with contextlib.redirect_stdout(io.StringIO()):  # the card prints the numbers
+        return run_study(module, cfg)
+
+
+def ib_configs(name: str, recipe: Recipe, out: Path) -> dict[int, multiseed.Config]:
+    """The multiseed runs at K = 1 and 2 (runs under <out>/checkpoints/<recipe>/)."""
+    cfgs = {}
+    for K in (1, 2):
+        run = RunOptions(seeds=recipe.ib_seeds, steps=recipe.ib_steps, batch=recipe.ib_batch,
+                         eval_sequences=recipe.ib_eval, out=str(out / f"multiseed-K{K}"),
+                         ckpt_root=str(out / "checkpoints"), progress=False, resume=True)
+        cfgs[K] = multiseed.Config(encodings=(name,), K=K, run=run,
+                                   run_name=f"{recipe.name}/multiseed-K{K}")
+    return cfgs
+
+
+def rz_config(name: str, recipe: Recipe, out: Path) -> rtrain.Config:
+    run = RunOptions(seeds=recipe.rz_seeds, steps=recipe.rz_steps, batch=64,
+                     eval_sequences=recipe.rz_eval, out=str(out / "realizability-train"),
+                     ckpt_root=str(out / "checkpoints"), progress=False, resume=True)
+    return rtrain.Config(tiers=recipe.rz_tiers, encodings=(name,), tasks=recipe.rz_tasks,
+                         name=f"{recipe.name}/realizability", run=run)
+
+
+def preflight(name: str, recipe: Recipe, out: Path) -> None:
+    """Every check of the trained instruments' runs, before anything trains or is written."""
+    for cfg in ib_configs(name, recipe, out).values():
+        study.preflight(multiseed, cfg)
+    study.preflight(rtrain, rz_config(name, recipe, out))
+
+
+def implicit_bias(name: str, recipe: Recipe, out: Path) -> dict:
+    """Fixed-offset retrieval at K = 1 and 2 (multiseed): accuracy, peak height and selected
+    offset per seed x length."""
+    res = {}
+    for K, cfg in ib_configs(name, recipe, out).items():
+        r = _quiet_study(multiseed, cfg)[name]
+        res[f"K{K}"] = {k: np.asarray(r[k]).tolist() for k in
+                        ("accuracy", "peak_height", "selected_offset")}
+    res["lengths"], res["chance"] = list(multiseed.Config().eval_lengths), 1.0 / 20
+    return res
+
+
+def realizability_trained(name: str, recipe: Recipe, out: Path) -> dict:
+    """The realizability grid row of this encoding: per tier, train accuracy and LG@L per task x
+    seed."""
+    progs = _quiet_study(rtrain, rz_config(name, recipe, out))["programs"]
+    return {p["tier"]: json.loads(json.dumps({k: p[k] for k in ("tasks", "lengths", "train_acc",
+                                                                  "lg")}, default=jsonable))
+            for p in progs}
+
+
+def measure_all(name: str, recipe: Recipe, out: Path, options=None) -> tuple[dict, dict]:
+    """(instruments, wall seconds per instrument), in the order of the issue."""
+    import time
+
+    inst, secs = {}, {}
+    for key, fn in (("contract", lambda: contract_init(name, options)),
+                    ("alpha", lambda: alpha(name, recipe, options)),
+                    ("implicit_bias", lambda: implicit_bias(name, recipe, out)),
+                    ("realizability", lambda: realizability_trained(name, recipe, out))):
+        t0 = time.perf_counter()
+        inst[key] = fn()
+        secs[key] = time.perf_counter() - t0
+    return inst, secs
+
+
+def plugin_modules(name: str) -> list[str]:
+    """The plugin module that registered `name` (recorded in profile.json)."""
+    from lgjax.config import plugin_modules as mods
+
+    return mods([name], [RunConfig().task.name])

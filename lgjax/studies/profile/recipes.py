@@ -1,0 +1,50 @@
+"""The profile's recipes: what each instrument trains at --quick, by default and at --full.
+
+Training-free instruments (contract at init, alpha_L) run at their pinned settings in every
+recipe; the trained ones are cut to fit the budget on this 2-core CPU (quick <= 3 min, default
+<= 15 min); full is each study's published scale (minutes on an accelerator, hours here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from lgjax.studies.realizability.score import TASK_NAMES
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    ib_seeds: int  # implicit bias: fixed-offset K = 1, 2 (multiseed), seeds per K
+    ib_steps: int
+    ib_batch: int
+    ib_eval: int  # evaluation sequences per length
+    rz_tasks: tuple[str, ...]  # realizability, trained: tasks of the 1L1H tier
+    rz_seeds: int
+    rz_steps: int
+    rz_eval: int
+    rz_tiers: tuple[str, ...] = ("1L1H",)
+    contract_matrix: bool = False  # the contract matrix row (4 families, 5 seeds)
+    alpha_steps: int = 400  # the pinned selection (kept in every recipe)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+RZ_QUICK = ("prev", "skip-3", "first", "copy")
+RECIPES = {
+    "tiny": Recipe("tiny", 1, 20, 16, 64, ("prev", "first"), 1, 20, 64, alpha_steps=20),
+    "quick": Recipe("quick", 2, 300, 64, 512, RZ_QUICK, 1, 300, 256),
+    "default": Recipe("default", 3, 1500, 128, 1024, TASK_NAMES, 2, 1000, 512),
+    "full": Recipe("full", 8, 4000, 256, 4096, TASK_NAMES, 5, 3000, 1024, ("1L1H", "2L4H"),
+                   contract_matrix=True),
+}
+
+
+def reduced(r: Recipe) -> bool:
+    """Below the studies' published scale (the full recipe) anywhere."""
+    f = RECIPES["full"]
+    return any(getattr(r, k) < getattr(f, k) for k in ("ib_seeds", "ib_steps", "ib_batch",
+                                                        "ib_eval", "rz_seeds", "rz_steps",
+                                                        "rz_eval")) or len(r.rz_tasks) < len(
+        f.rz_tasks) or not r.contract_matrix

@@ -1,0 +1,65 @@
+"""The few numbers per instrument that the card's tables and verdicts show, from a profile's
+instruments dict alone (its own or a reference encoding's)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lgjax.studies.realizability import stats
+
+FOCUS = 60  # the length alpha_L and LG are shown at (the realizability study's heatmaps)
+IB_LONG = 48  # the implicit-bias study's longest evaluation length
+
+
+def contract(inst: dict) -> dict:
+    h = inst["contract"][0]  # head 0 (the lab's model has one head)
+    return {k: h[k] for k in ("shift_error", "out_of_table", "collisions", "monotonic_breaks")}
+
+
+def alpha(inst: dict) -> dict:
+    a = inst["alpha"]
+    i = a["lengths"].index(FOCUS)
+    return {t: {"acc_L0": r["acc_L0"], "alpha": r["alpha"][i]} for t, r in a["tasks"].items()}
+
+
+def implicit_bias(inst: dict) -> dict:
+    ib = inst["implicit_bias"]
+    i = ib["lengths"].index(IB_LONG)
+    out = {}
+    for K in ("K1", "K2"):
+        acc, off = np.asarray(ib[K]["accuracy"]), np.asarray(ib[K]["selected_offset"])
+        out[K] = {"acc_in_range": float(acc[:, ib["lengths"].index(16)].mean()),
+                  "acc_long": float(acc[:, i].mean()),
+                  "peak_long": float(np.asarray(ib[K]["peak_height"])[:, i].mean()),
+                  "offset_ok": f"{int((off[:, i] == -int(K[1])).sum())}/{len(off)}"}
+    return out
+
+
+def realizability(inst: dict, tier: str = "1L1H") -> dict:
+    """Per task: train accuracy and LG at FOCUS (seed means and spread); rho of alpha_L against
+    LG over the (task, L) rows of learnable tasks, and the screen's precision."""
+    rz = inst.get("realizability", {}).get(tier)
+    if rz is None:
+        return {}
+    a = inst["alpha"]
+    i = rz["lengths"].index(FOCUS)
+    tasks, lg = {}, np.asarray(rz["lg"])  # [task, seed, length]
+    x, y = [], []
+    for k, t in enumerate(rz["tasks"]):
+        train = float(np.mean(rz["train_acc"][k]))
+        tasks[t] = {"train_acc": train, "lg": float(lg[k, :, i].mean()),
+                    "lg_sd": float(lg[k, :, i].std())}
+        if train > 0.8:  # learnable (the spec's definition)
+            for j, L in enumerate(rz["lengths"]):
+                x.append(a["tasks"][t]["alpha"][a["lengths"].index(L)])
+                y.append(float(lg[k, :, j].mean()))
+    rho = stats.spearman(np.array(x), np.array(y)) if x else float("nan")
+    prec = stats.precision(x, y, 0.5, 0.7) if x else float("nan")
+    undefined = lambda v: None if np.isnan(v) else v  # JSON has no nan
+    return {"tasks": tasks, "rho": undefined(rho), "precision": undefined(prec), "rows": len(x),
+            "seeds": int(lg.shape[1])}
+
+
+def of(inst: dict) -> dict:
+    return {"contract": contract(inst), "alpha": alpha(inst),
+            "implicit_bias": implicit_bias(inst), "realizability": realizability(inst)}
