@@ -105,6 +105,9 @@ def test_a_bad_plugin_encoding_or_option_is_one_line_exit_2_before_any_work(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and says in err
     assert not out.exists()
+    # nothing the command registered stays behind (the contract lab scores every encoding)
+    from lgjax.encodings import ENCODINGS
+    assert not [n for n in ENCODINGS if "[" in n]
 
 
 def test_profiling_a_canonical_encoding_repeats_its_reference(tmp_path, monkeypatch, capsys):

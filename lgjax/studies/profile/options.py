@@ -5,6 +5,7 @@ scores the options given, never silently the defaults."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 from lgjax.config import ConfigError
@@ -33,9 +34,21 @@ def parse(name: str, pairs: tuple[str, ...]):
     return dataclasses.replace(defaults, **values)
 
 
-def variant(name: str, options) -> str:
+@contextlib.contextmanager
+def variant(name: str, options):
     """The encoding's name, or (options other than its defaults) a variant registered in this
-    process whose options default to them: `name[key=value,...]`."""
+    process whose options default to them, `name[key=value,...]`, for the duration of the
+    block: a variant left in the registry would be profiled by every later command of the
+    process (the contract lab scores every registered encoding)."""
+    label = _register(name, options)
+    try:
+        yield label
+    finally:
+        if label != name:
+            del ENCODINGS[label]
+
+
+def _register(name: str, options) -> str:
     enc = ENCODINGS[name]
     if options == enc.options():
         return name
