@@ -28,20 +28,32 @@ def check_writable(path: Path, flag: str) -> None:
         probe = probe.parent
     if not probe.is_dir():
         raise ConfigError(f"{flag}: {probe} is a file, not a folder; choose another path")
-    made = []
-    try:
-        for folder in reversed(missing):
-            folder.mkdir()
-            made.append(folder)
-        fd, name = tempfile.mkstemp(prefix=".lgjax-probe-", dir=path)
-        os.close(fd)
-        os.unlink(name)
-    except OSError as err:
-        raise ConfigError(f"{flag}: cannot write in {path} ({err.strerror or err}); choose a "
-                          "folder you can write") from err
-    finally:
-        for folder in reversed(made):
-            folder.rmdir()
+    for attempt in range(5):  # the processes of one job probe the same folders at once
+        made = []
+        try:
+            for folder in reversed(missing):
+                try:
+                    folder.mkdir()
+                    made.append(folder)
+                except FileExistsError:  # another process of the job made it: not ours
+                    pass
+            fd, name = tempfile.mkstemp(prefix=".lgjax-probe-", dir=path)
+            os.close(fd)
+            os.unlink(name)
+            return
+        except FileNotFoundError as err:  # another process removed a folder it had made
+            if attempt == 4:
+                raise ConfigError(f"{flag}: cannot write in {path} ({err.strerror or err}); "
+                                  "choose a folder you can write") from err
+        except OSError as err:
+            raise ConfigError(f"{flag}: cannot write in {path} ({err.strerror or err}); choose a "
+                              "folder you can write") from err
+        finally:
+            for folder in reversed(made):
+                try:
+                    folder.rmdir()
+                except OSError:  # another process's probe is inside; it is left empty
+                    pass
 
 
 def check_utf8(path: Path, flag: str) -> None:
