@@ -28,7 +28,7 @@ def check_writable(path: Path, flag: str) -> None:
         probe = probe.parent
     if not probe.is_dir():
         raise ConfigError(f"{flag}: {probe} is a file, not a folder; choose another path")
-    for attempt in range(5):  # the processes of one job probe the same folders at once
+    for _ in range(5):  # the processes of one job probe the same folders at once
         made = []
         try:
             for folder in reversed(missing):
@@ -41,19 +41,19 @@ def check_writable(path: Path, flag: str) -> None:
             os.close(fd)
             os.unlink(name)
             return
-        except FileNotFoundError as err:  # another process removed a folder it had made
-            if attempt == 4:
-                raise ConfigError(f"{flag}: cannot write in {path} ({err.strerror or err}); "
-                                  "choose a folder you can write") from err
+        except FileNotFoundError as err:  # another process removed a folder it had made: again
+            failure = err
         except OSError as err:
-            raise ConfigError(f"{flag}: cannot write in {path} ({err.strerror or err}); choose a "
-                              "folder you can write") from err
+            failure = err
+            break
         finally:
             for folder in reversed(made):
                 try:
                     folder.rmdir()
                 except OSError:  # another process's probe is inside; it is left empty
                     pass
+    raise ConfigError(f"{flag}: cannot write in {path} ({failure.strerror or failure}); choose a "
+                      "folder you can write") from failure
 
 
 def check_utf8(path: Path, flag: str) -> None:

@@ -38,27 +38,26 @@ def recipe_of(cfg: Config) -> recipes.Recipe:
     return recipes.RECIPES["quick" if cfg.quick else "full" if cfg.full else "default"]
 
 
-def check(cfg: Config, name: str) -> tuple[recipes.Recipe, Path]:
-    """(the recipe, the output folder) of profiling `name` (the encoding, or its variant);
+def check(cfg: Config, name: str, recipe: recipes.Recipe) -> Path:
+    """The output folder of profiling `name` (the encoding, or its variant) at `recipe`;
     raises ConfigError before anything trains or is written."""
-    recipe = recipe_of(cfg)
     out = Path(cfg.out or f"results/profile/{cfg.encoding}")
     check_writable(out, "--out")
     instruments.preflight(name, recipe, out)
-    return recipe, out
+    return out
 
 
 def main(cfg: Config) -> int:
     if cfg.encoding not in ENCODINGS:
         raise ConfigError(f"encoding: unknown encoding {cfg.encoding!r}; choose from "
                           f"{sorted(ENCODINGS)} (a plugin's: pass --plugin with its module)")
-    recipe_of(cfg)  # a bad recipe is named before the options
+    recipe = recipe_of(cfg)  # a bad recipe is named before the options
     with options.variant(cfg.encoding, options.parse(cfg.encoding, cfg.set)) as name:
-        return profile(cfg, name)
+        return profile(cfg, name, recipe)
 
 
-def profile(cfg: Config, name: str) -> int:
-    recipe, out = check(cfg, name)
+def profile(cfg: Config, name: str, recipe: recipes.Recipe) -> int:
+    out = check(cfg, name, recipe)
     ref_file = Path(cfg.reference) if cfg.reference else reference.FILE
     reference.load(ref_file)  # a damaged file stops here, before anything trains
     t0 = time.perf_counter()
