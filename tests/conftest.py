@@ -1,9 +1,27 @@
 import os
 
-import chex
-import pytest
+# The suite compiles about a thousand small programs, and XLA CPU spends most of a small
+# program's compilation in LLVM's optimisation passes and its MLIR fusion emitters
+# (jax.random.randint alone: 1.35 s at the defaults, 0.35 s at -O0). At -O0 with the classic
+# emitters the tiny programs here compile 3-4x faster (tests/test_encoding_zoo.py: 182 s at
+# XLA's defaults, 87 s so). Code generation then fuses multiply-adds differently, so numbers
+# move in the last bits: every comparison in the suite is between programs compiled here (or in
+# a subprocess given these flags: `xla_flags`), none against numbers saved by a run at the
+# defaults.
+TEST_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
+os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {TEST_XLA_FLAGS}".strip()
 
-from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
+import chex  # noqa: E402  (after XLA_FLAGS: jax reads them when its backend starts)
+import pytest  # noqa: E402
+
+from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig  # noqa: E402
+
+
+def xla_flags(devices: int) -> dict:
+    """The environment of a subprocess that sees `devices` CPU devices and compiles as this
+    process does."""
+    return {**os.environ, "XLA_FLAGS": f"{TEST_XLA_FLAGS} "
+                                       f"--xla_force_host_platform_device_count={devices}"}
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -13,7 +31,13 @@ def _compile_cache(tmp_path_factory):
     reads a warm cache from an earlier session (the timings are a clean machine's)."""
     from lgjax.runtime import enable_compile_cache
 
-    path = str(tmp_path_factory.mktemp("jax-cache"))
+    # pytest-xdist's workers share one cache (their base folders are siblings)
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        (base.parent / "jax-cache").mkdir(exist_ok=True)
+        path = str(base.parent / "jax-cache")
+    else:
+        path = str(tmp_path_factory.mktemp("jax-cache"))
     os.environ["LGJAX_CACHE"] = path
     enable_compile_cache(path)
     yield
@@ -119,3 +143,31 @@ def wait_for_step(proc, run, step, timeout=240):
     deadline = time.monotonic() + timeout
     while not (run / str(step)).is_dir() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
+
+
+# The longest end-to-end tests, longest first (pytest --durations: 15-130 s each with two
+# workers), are collected first: pytest-xdist's load scheduling then hands them out at the
+# start, to each worker in turn, instead of leaving a worker on one of them at the end while
+# the other idles
+LONG_FIRST = (
+    "test_reproduce_studies.py::test_reproduce_all_quick_end_to_end",
+    "test_plugins.py::test_a_plugin_given_once_trains_everywhere",
+    "test_profile.py::test_profiling_a_canonical_encoding_repeats_its_reference",
+    "test_experiments.py::test_variants",
+    "test_reproduce.py::test_quick_reproduce_end_to_end",
+    "test_devices.py::test_sharded_over_four_devices",
+    "test_transformer.py::test_transformer_experiment_end_to_end",
+    "test_contract_matrix.py::test_rope_cell_gains_the_evaluation_time_extensions",
+    "test_experiments.py::test_mechanics",
+    "test_experiments.py::test_maxmargin",
+    "test_experiments.py::test_frequency",
+    "test_metrics.py::test_open_run_reads_a_live_run_then_the_finished_one",
+    "test_grid.py::test_study_skips_measured_programs_and_resumes_unfinished",
+    "test_contract_matrix.py::test_one_cell_trains_measures_and_reports_through_the_cli",
+)
+
+
+def pytest_collection_modifyitems(items):
+    rank = lambda item: next((i for i, name in enumerate(LONG_FIRST) if name in item.nodeid),
+                             len(LONG_FIRST))
+    items.sort(key=rank)  # stable: the others keep their order

@@ -12,6 +12,7 @@ import numpy as np
 
 from lgjax import devices
 from lgjax.runs import open_run
+from tests.conftest import xla_flags
 
 FOUR_DEVICES = textwrap.dedent("""
     import dataclasses, sys
@@ -60,7 +61,7 @@ FOUR_DEVICES = textwrap.dedent("""
 def test_sharded_over_four_devices_matches_one_and_restores_on_one(tmp_path):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     run = str(tmp_path / "run")
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    env = xla_flags(4)
     proc = subprocess.run([sys.executable, "-c", FOUR_DEVICES.format(root=root, run=run)],
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "OK" in proc.stdout, proc.stderr[-3000:]

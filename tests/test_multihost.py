@@ -21,6 +21,7 @@ import pytest
 from lgjax import devices
 from lgjax.config import ConfigError
 from lgjax.runs import open_run
+from tests.conftest import xla_flags
 
 STEPS = 200  # checkpoints 0, 1, 2, 4, ..., 64, 125, 200: time to kill one mid-run
 TINY = ["multiseed", "--encodings", "rope", "--seeds", "4", "--steps", str(STEPS), "--batch",
@@ -68,8 +69,9 @@ def kill_process_1_after(job, step_dir) -> str:
     return first
 
 
+@pytest.mark.jobs
 def test_two_process_job_killed_resumed_equals_one_process(tmp_path):
-    four = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    four = xla_flags(4)
     one = cli(*TINY, *where(tmp_path, "one"), env=four)  # runs alongside
     run_dir = tmp_path / "two" / "ck" / "multiseed-K1" / "rope"
     job = cli(*LAUNCH, *TINY, *where(tmp_path, "two"))
@@ -132,10 +134,11 @@ GRID = ["realizability-train", "--tiers", "1L1H", "--encodings", "rope", "--task
         "--eval-sequences", "16", "--no-progress"]
 
 
+@pytest.mark.jobs
 def test_grid_program_over_two_processes_killed_resumed_equals_one_process(tmp_path):
     """The grid's 2 tasks x 2 seeds split over 2 processes x 2 devices like seeds: each process
     saves its block; killed and resumed, the program ends as the one-process run does."""
-    four = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    four = xla_flags(4)
     one = cli(*GRID, *where(tmp_path, "one"), env=four)
     program = ("realizability", "1L1H", "rope")
     run_dir = tmp_path.joinpath("two", "ck", *program)
