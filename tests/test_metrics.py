@@ -193,3 +193,29 @@ def test_curves_draws_runs_and_refuses_a_folder_without_metrics(uninterrupted, t
     assert len(err) == 1 and "holds no metrics.jsonl" in err[0]
     assert main(["curves", str(uninterrupted[0]), "--out", str(tmp_path / "c.jpg")]) == 2
     assert "--out" in capsys.readouterr().err
+
+
+def test_a_run_resumed_within_the_second_of_its_kill_sorts_after_it(tmp_path, monkeypatch):
+    """TensorBoard reads a folder's files in name order; tensorboardX stamps a file name with
+    whole seconds, and what followed (pid, uuid) sorted the resumed file first half the time:
+    the killed file's steps, read second, then hid the resumed steps past them."""
+    import types
+
+    import tensorboardX.event_file_writer as efw
+
+    from lgjax.checkpoints import events
+
+    monkeypatch.setattr(efw.time, "time", lambda: 1_800_000_000.5)  # one second for both
+    hexes = iter(["ffffff", "000000"])  # the resumed writer's uuid sorts first
+    monkeypatch.setattr(events.uuid, "uuid4", lambda: types.SimpleNamespace(hex=next(hexes)))
+    killed = events.EventFolders(tmp_path)
+    for step in (1, 2, 4, 8, 9):
+        killed.add("seed-0", "train/loss", 1.0 / step, step)
+    killed.flush()  # killed here: never closed
+    resumed = events.EventFolders(tmp_path, purge_step=9)
+    for step in (9, 12):
+        resumed.add("seed-0", "train/loss", 2.0 / step, step)
+    resumed.close()
+    monkeypatch.undo()
+    assert scalars(tmp_path / "seed-0", "train/loss") == [
+        (1, 1.0), (2, 0.5), (4, 0.25), (8, 0.125), (9, np.float32(2 / 9)), (12, np.float32(1 / 6))]

@@ -41,9 +41,13 @@ class EventFolders:
 
             folder = self.root / name
             folder.mkdir(parents=True, exist_ok=True)
-            # its own file name: two writers in one folder within a second would share one
-            writer = EventsWriter(str(folder / "events"),
-                                  f".{os.getpid()}.{uuid.uuid4().hex[:6]}{self.suffix}")
+            # its own file name: two writers in one folder within a second would share one.
+            # TensorBoard reads a folder's files in name order and a file's earlier steps hide
+            # what files read before it logged from them on: the name carries the time in ns
+            # so a run resumed within the second of its kill sorts after the killed one's file
+            # (tensorboardX's own stamp is whole seconds; the pid and uuid then sorted at random)
+            writer = EventsWriter(str(folder / "events"), f".{time.time_ns()}.{os.getpid()}."
+                                                          f"{uuid.uuid4().hex[:6]}{self.suffix}")
             if self.purge_step is not None:
                 writer.write_event(Event(step=self.purge_step, wall_time=time.time(),
                                          session_log=SessionLog(status=SessionLog.START)))
