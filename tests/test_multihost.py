@@ -65,6 +65,8 @@ def kill_process_1_after(job, step_dir) -> str:
     deadline = time.monotonic() + TIMEOUT
     while not step_dir.is_dir() and job.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
+    assert job.poll() is None, f"the job ended before {step_dir} was committed: " + (
+        first + job.stderr.read())[-3000:]
     os.kill(pids[1], signal.SIGKILL)
     return first
 
