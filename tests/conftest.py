@@ -150,6 +150,9 @@ def wait_for_step(proc, run, step, timeout=240):
 # start, to each worker in turn, instead of leaving a worker on one of them at the end while
 # the other idles
 LONG_FIRST = (
+    # the jobs' own pass: the grid job failed (its processes made no run folder, cause not found)
+    # in 2 of 7 passes where it followed the multiseed job, in none of 4 where it ran alone
+    "test_multihost.py::test_grid_program_over_two_processes",
     "test_reproduce_studies.py::test_reproduce_all_quick_end_to_end",
     "test_plugins.py::test_a_plugin_given_once_trains_everywhere",
     "test_profile.py::test_profiling_a_canonical_encoding_repeats_its_reference",

@@ -6,9 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-import random
 import tempfile
-import time
 from pathlib import Path
 
 import matplotlib
@@ -30,9 +28,7 @@ def check_writable(path: Path, flag: str) -> None:
         probe = probe.parent
     if not probe.is_dir():
         raise ConfigError(f"{flag}: {probe} is a file, not a folder; choose another path")
-    for attempt in range(50):  # the processes of one job probe the same folders at once
-        if attempt:  # out of step with the others (in step, each removed what the other probed)
-            time.sleep(random.uniform(0.001, 0.02))
+    for _ in range(5):  # the processes of one job probe the same folders at once
         made = []
         try:
             for folder in reversed(missing):
