@@ -11,6 +11,8 @@ from lgjax.config import RunConfig, require
 
 MAX_CHECKPOINTS = 100_000  # a run's step folders (each a state on disk; the list is in memory)
 
+RANDOM_POSITIONS = "train.random_positions (--random-positions)"
+
 
 def validate(cfg: RunConfig, eval_lengths: tuple[int, ...] = ()) -> None:
     """Check every field that could fail later inside a trace; raise ConfigError naming it."""
@@ -57,14 +59,14 @@ def validate(cfg: RunConfig, eval_lengths: tuple[int, ...] = ()) -> None:
     require(rows_needed == "last" or m.query == "all", "model.query",
             f"task {k.name!r} scores every position; set query='all'")
     M = t.random_positions
-    require(isinstance(M, int) and not isinstance(M, bool) and M >= 0, "train.random_positions",
+    require(isinstance(M, int) and not isinstance(M, bool) and M >= 0, RANDOM_POSITIONS,
             f"must be an integer >= 0 (M; 0 = off), got {M!r}")
     if M:
         longest = max((t.lmax, *eval_lengths))
-        require(M >= longest, "train.random_positions", f"M = {M} is below the longest "
+        require(M >= longest, RANDOM_POSITIONS, f"M = {M} is below the longest "
                 f"{'evaluation' if longest > t.lmax else 'training'} length {longest}: positions "
                 f"0..{longest - 1} must lie in the trained range [0, M); raise M to >= {longest}")
         size = getattr(m.enc, "size", None)  # a learned table (APE) is read at the positions
-        require(size is None or M <= size, "train.random_positions", f"M = {M} reads table "
+        require(size is None or M <= size, RANDOM_POSITIONS, f"M = {M} reads table "
                 f"rows up to {M - 1} but model.enc.size = {size}; raise the size or lower M")
     encodings.ENCODINGS[m.encoding].validate(m, t, max((t.lmax, *eval_lengths)))

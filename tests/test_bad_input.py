@@ -29,6 +29,11 @@ CASES = [  # (argv, what the one line must name)
     (["dynamics", "/nonexistent/run", "--out", "a_file"], "--out"),
     (["contract-report", "ckroot", "--out", "a_file"], "--out"),
     (["realizability-report", "nowhere", "--out", "a_file"], "--out"),
+    # randomized positions must cover every evaluated position
+    (["multiseed", "--random-positions", "40"], "--random-positions"),
+    (["multiseed", "--random-positions=-1"], "--random-positions"),
+    (["realizability-train", "--random-positions", "60", "--tasks", "prev", "--ckpt-root", "ck"],
+     "--random-positions"),
 ]
 
 

@@ -54,6 +54,37 @@ def solo(g, t, i):
         **{**cfg.train.__dict__, "seeds": (g.train.seeds[i],)})))
 
 
+def test_a_grid_trains_its_cells_at_random_positions_as_each_alone(trained_by_layout):
+    g = tiny_grid(random_positions=24)
+    states = grid.make_grid_runner(g, "serial")(grid.init_states(g), jnp.int32(g.train.steps))[0]
+    S = g.shape[1]
+    alone = solo(g, 1, 1)
+    assert g.cell_config(1).train.random_positions == 24  # solo trains the cell's own config
+    cell = jax.tree.map(lambda x: x[S + 1:S + 2], states)
+    chex.assert_trees_all_close(cell.params, alone.params, atol=1e-5, rtol=1e-5)
+    plain = jax.tree.map(lambda x: x[S + 1:S + 2], trained_by_layout[1]["serial"])
+    assert not np.allclose(jax.tree.leaves(cell.params)[0], jax.tree.leaves(plain.params)[0])
+
+
+def test_every_training_command_passes_random_positions_to_its_runs():
+    from lgjax.harness.study import RunOptions
+    from lgjax.studies.contract import train as contract_train
+    from lgjax.studies.implicit_bias import multiseed, transformer
+    from lgjax.studies.realizability import train as rtrain
+
+    def configs(M):
+        over = lambda c: dataclasses.replace(c, run=dataclasses.replace(c.run,
+                                                                         random_positions=M))
+        return [*multiseed.runs(over(multiseed.Config())).values(),
+                *transformer.runs(over(transformer.Config())).values(),
+                *contract_train.runs(over(contract_train.Config())).values(),
+                rtrain.program_grid(over(rtrain.Config()), "1L1H", "rope")]
+
+    assert {rc.train.random_positions for rc in configs(200)} == {200}
+    assert {rc.train.random_positions for rc in configs(0)} == {0}
+    assert RunOptions().random_positions == 0  # off unless asked
+
+
 def test_grid_step_compiles_once():
     g = tiny_grid()
     run = grid.make_grid_runner(g, wrap=chex.assert_max_traces(n=1))

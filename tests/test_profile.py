@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from lgjax.harness import cli
-from lgjax.studies.profile import card, command, recipes, reference, summary
+from lgjax.runs import open_run
+from lgjax.studies.profile import card, command, instruments, recipes, reference, summary
 from lgjax.studies.realizability import alpha as A
 from lgjax.studies.realizability import generic_head as G
 from lgjax.studies.realizability import score as R
@@ -83,13 +84,29 @@ def test_the_card_tables_put_the_profiled_encoding_first_in_bold_beside_the_refe
     assert [t[2][0][0] for t in tabs] == ["**mine**"] * 4
     assert [t[2][1][0] for t in tabs] == ["rope"] * 4
     ib = tabs[2][2]
-    assert ib[0][1:] == ["1.00", "0.80", "1/2", "1.00", "0.80", "1/2"]
+    assert ib[0][1:] == ["1.00", "0.80", "1/2", "-", "1.00", "0.80", "1/2", "-"]
     assert ib[1][2] == "0.40"
     assert tabs[1][2][0][1:] == ["1.00", "0.00*"]  # alpha_60, * = not realized at L0
     assert tabs[3][2][0][1] == "0.95+-0.00 (1.00)"
     v = card.verdicts("mine", s)
     assert "realizes 1 of 2 tasks at L0" in v[1] and "0.80 at L=48" in v[2]
     assert "LG@60 >= 0.7 on prev;" in v[3]
+    assert "carrier" not in v[2]
+
+
+def test_the_card_shows_the_key_carrier_fraction_of_a_rotary_part():
+    rotary = _synthetic(0.8, 0.95)
+    rotary["implicit_bias"]["K1"] |= {"carrier_key": [0.5, 0.7], "carrier_key_init": [0.1, 0.3],
+                                      "carrier_argmax": [0, 0]}
+    rotary["implicit_bias"]["K2"] |= {"carrier_key": [0.9, 0.9], "carrier_key_init": [0.0, 0.2],
+                                      "carrier_argmax": [-2, -2]}
+    s = summary.of(rotary)
+    ib = card.tables("mine", s, {"alibi": summary.of(_synthetic(0.4, 0.5))})[2][2]
+    assert (ib[0][4], ib[0][8]) == ("0.60 / 0.20", "0.90 / 0.10")
+    assert (ib[1][4], ib[1][8]) == ("-", "-")
+    v = card.verdicts("mine", s)[2]
+    assert "key carrier fraction 0.60 (0.20 at init)" in v
+    assert "key carrier fraction 0.90 (0.10 at init)" in v
 
 
 @pytest.mark.parametrize("argv, says", [
@@ -97,6 +114,7 @@ def test_the_card_tables_put_the_profiled_encoding_first_in_bold_beside_the_refe
     (["profile", "no_such_encoding"], "unknown encoding 'no_such_encoding'"),
     (["profile", "rope", "--set", "bse=2"], "--set: 'bse=2' is not key=value"),
     (["profile", "rope", "--set", "base=0.5"], "model.enc.base: must be > 1"),
+    (["profile", "rope", "--random-positions", "60"], "--random-positions"),  # < 80 tested
 ])
 def test_a_bad_plugin_encoding_or_option_is_one_line_exit_2_before_any_work(
         tmp_path, capsys, argv, says):
@@ -116,11 +134,61 @@ def test_profiling_a_canonical_encoding_repeats_its_reference(tmp_path, monkeypa
     monkeypatch.setitem(recipes.RECIPES, "quick", tiny)
     ref_file = tmp_path / "reference.json"
     ref_file.write_text(json.dumps({"recipes": {"quick": reference.entry(
-        tiny, tmp_path / "ref", ("alibi",))}}))
-    cfg = command.Config("alibi", quick=True, out=str(tmp_path / "p"), reference=str(ref_file))
+        tiny, tmp_path / "ref", ("rope",))}}))
+    cfg = command.Config("rope", quick=True, out=str(tmp_path / "p"), reference=str(ref_file))
     assert command.main(cfg) == 0
     got = json.loads((tmp_path / "p" / "profile.json").read_text())
-    want = json.loads(ref_file.read_text())["recipes"]["quick"]["encodings"]["alibi"]
+    want = json.loads(ref_file.read_text())["recipes"]["quick"]["encodings"]["rope"]
     assert got["instruments"] == want
-    assert got["reference_summary"]["alibi"] == got["summary"]
-    assert "<b>alibi</b>" in (tmp_path / "p" / "profile.html").read_text()
+    assert got["reference_summary"]["rope"] == got["summary"]
+    assert "<b>rope</b>" in (tmp_path / "p" / "profile.html").read_text()
+    # the key carrier fraction of the trained keys, computed here from the final checkpoint
+    for K in (1, 2):
+        run = open_run(tmp_path / "p" / "checkpoints" / "quick" / f"multiseed-K{K}" / "rope")
+        p = run.restore().params
+        keys_SxMxD = np.einsum("smd,sde->sme", p["embed"], p["wk"])
+        frac = [(k.mean(0) ** 2).sum() / (k ** 2).sum(1).mean() for k in keys_SxMxD]
+        np.testing.assert_allclose(got["instruments"]["implicit_bias"][f"K{K}"]["carrier_key"],
+                                   frac, rtol=1e-5)
+
+
+def test_the_full_recipe_adds_the_encodings_contract_matrix_row(tmp_path):
+    tiny = dataclasses.replace(recipes.RECIPES["tiny"], contract_matrix=True,
+                               cm_tasks=("offset_copy",), cm_seeds=2, cm_steps=2, cm_eval=8)
+    row = instruments.contract_matrix("alibi", tiny, tmp_path, d=8, heads=2, layers=1,
+                                      train_lengths=(6, 10), extend=(12, 14), shifts=(2, 3),
+                                      probe_sequences=8)
+    # the matrix's own results of that cell (contract-train wrote them)
+    cell = json.loads((tmp_path / "contract-train" / "results.json").read_text())["cells"][
+        "offset_copy"]["alibi"]
+    got = row["tasks"]["offset_copy"]
+    assert got["in_range"] == cell["in_range"]["accuracy"] and len(got["in_range"]) == 2
+    assert got["extend"] == {"12": cell["extend"]["12"]["none"], "14": cell["extend"]["14"]["none"]}
+    assert got["shift"] == {c: cell["shift"][c]["accuracy"] for c in ("2", "3")}
+    assert (tmp_path / "checkpoints" / "tiny" / "contract" / "offset_copy" / "alibi").is_dir()
+    # the card's row: seed means in range / at the longest L / after the largest shift
+    inst = _synthetic(0.8, 0.95) | {"contract_matrix": row}
+    mean = lambda v: f"{np.mean(v):.2f}"
+    want = (f"{mean(got['in_range'])} / {mean(got['extend']['14'])} / {mean(got['shift']['3'])}"
+            + ("" if np.mean(got["in_range"]) >= 0.9 else "*"))
+    tabs = card.tables("alibi", summary.of(inst), {"rope": summary.of(_synthetic(0.4, 0.5))})
+    assert tabs[-1][1] == ["encoding", "offset_copy"] and tabs[-1][2] == [["**alibi**", want]]
+    assert "Contract matrix (trained transformer, 2 steps)" in card.verdicts(
+        "alibi", summary.of(inst))[-1]
+    card.figure("alibi", inst, {}, tmp_path / "fig")  # a fifth panel
+    assert (tmp_path / "fig.png").stat().st_size > 0
+
+
+def test_random_positions_reach_every_trained_instrument_and_the_card(tmp_path):
+    r = dataclasses.replace(recipes.RECIPES["quick"], contract_matrix=True)
+    runs = [c.run for c in instruments.ib_configs("rope", r, tmp_path, 160).values()]
+    runs += [instruments.rz_config("rope", r, tmp_path, 160).run,
+             instruments.cm_config("rope", r, tmp_path, 160).run]
+    assert [o.random_positions for o in runs] == [160] * 4
+    assert instruments.rz_config("rope", r, tmp_path).run.random_positions == 0
+    mine = _synthetic(0.8, 0.95)
+    c = {"encoding": "rope", "summary": summary.of(mine), "recipe": {"name": "quick"},
+         "reduced": True, "wall_seconds": 1.0, "reference_note": "none",
+         "reference_summary": {}, "random_positions": 160}
+    assert card.markdown(c).startswith("# Profile of `rope`, trained at random positions in "
+                                       "[0, 160)")

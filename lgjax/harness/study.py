@@ -43,6 +43,8 @@ class RunOptions:
     resume: bool = False  # continue unfinished runs from their latest checkpoint
     progress: bool = True  # progress bars (on stderr)
     devices: int = option(0, ge=0)  # devices of the seed axis (0: all that divide the seed count)
+    # randomized positional encodings: evaluation keeps positions 0..L-1
+    random_positions: int = option(0, ge=0)  # M: train at sorted random positions in [0, M); 0 off
 
 
 @dataclass(frozen=True)
@@ -110,7 +112,8 @@ def hook(module: ModuleType, name: str):
 
 def run_config(cfg, task: TaskConfig, model: ModelConfig, **train) -> RunConfig:
     """A run at the study's shared options (its steps, batch and seeds), `train` on top."""
-    shared = {"steps": cfg.run.steps, "batch": cfg.run.batch, "seeds": seeds(cfg)}
+    shared = {"steps": cfg.run.steps, "batch": cfg.run.batch, "seeds": seeds(cfg),
+              "random_positions": cfg.run.random_positions}
     return RunConfig(task, model, TrainConfig(**shared | train))
 
 

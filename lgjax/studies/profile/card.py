@@ -36,7 +36,8 @@ def verdicts(name: str, s: dict) -> list[str]:
     lines.append("Implicit bias (fixed offset, trained): " + "; ".join(
         f"K={K[1]}: accuracy {v['acc_in_range']:.2f} in range, {v['acc_long']:.2f} at "
         f"L={IB_LONG} (chance 0.05), offset -{K[1]} selected in {v['offset_ok']} seeds"
-        for K, v in ib.items()) + ".")
+        + (f", key carrier fraction {v['carrier_key']:.2f} ({v['carrier_key_init']:.2f} at "
+           "init)" if "carrier_key" in v else "") for K, v in ib.items()) + ".")
     rz = s["realizability"]
     if rz:
         good = [t for t, v in rz["tasks"].items() if v["lg"] >= 0.7]
@@ -47,6 +48,12 @@ def verdicts(name: str, s: dict) -> list[str]:
                      f"{', '.join(good) or 'none'}; Spearman rho(alpha_L, LG) {rho} over "
                      f"{rz['rows']} (task, L) rows of learnable tasks; precision of the screen "
                      f"alpha >= 0.5 -> LG >= 0.7: {prec}.")
+    cm = s.get("contract_matrix")
+    if cm:
+        ok = [t for t, v in cm["tasks"].items() if v["learnable"]]
+        lines.append(f"Contract matrix (trained transformer, {cm['steps']} steps): learnable on "
+                     f"{len(ok)} of {len(cm['tasks'])} task families; accuracy at L={cm['L']}: "
+                     + ", ".join(f"{t} {v['long']:.2f}" for t, v in cm["tasks"].items()) + ".")
     return lines
 
 
@@ -65,13 +72,15 @@ def tables(name: str, s: dict, ref: dict) -> list[tuple[str, list[str], list[lis
                 [[bold(n, m)] + [_alpha_cell(x["alpha"].get(t)) for t in tasks]
                  for n, x, m in every]))
     out.append((f"Implicit bias: fixed offset, accuracy in range (L=16) / at L={IB_LONG}, "
-                f"offset -K selected at L={IB_LONG}",
-                ["encoding", "K=1 acc", f"K=1 acc@{IB_LONG}", "K=1 offset", "K=2 acc",
-                 f"K=2 acc@{IB_LONG}", "K=2 offset"],
+                f"offset -K selected at L={IB_LONG}, key carrier fraction of a rotary part "
+                "(trained / at init)",
+                ["encoding"] + [c for K in (1, 2) for c in (
+                    f"K={K} acc", f"K={K} acc@{IB_LONG}", f"K={K} offset", f"K={K} carrier")],
                 [[bold(n, m)] + [v for K in ("K1", "K2") for v in (
                     _f(x["implicit_bias"][K]["acc_in_range"], "{:.2f}"),
                     _f(x["implicit_bias"][K]["acc_long"], "{:.2f}"),
-                    x["implicit_bias"][K]["offset_ok"])] for n, x, m in every]))
+                    x["implicit_bias"][K]["offset_ok"], _carrier(x["implicit_bias"][K]))]
+                 for n, x, m in every]))
     if s["realizability"]:
         rt = list(s["realizability"]["tasks"])
         seeds = s["realizability"]["seeds"]
@@ -81,7 +90,26 @@ def tables(name: str, s: dict, ref: dict) -> list[tuple[str, list[str], list[lis
                     [[bold(n, m)] + [_lg(x["realizability"], t) for t in rt]
                      + [_f(x["realizability"].get("rho"), "{:.2f}")] for n, x, m in every
                      if x["realizability"]]))
+    cm = s.get("contract_matrix")
+    if cm:
+        ct = list(cm["tasks"])
+        out.append((f"Contract matrix row (trained, {cm['steps']} steps; seed means): accuracy "
+                    f"in range / at L={cm['L']} / after a PAD shift of {cm['shift']}; * = not "
+                    "learnable", ["encoding", *ct],
+                    [[bold(n, m)] + [_cm(x["contract_matrix"]["tasks"].get(t)) for t in ct]
+                     for n, x, m in every if x.get("contract_matrix")]))
     return out
+
+
+def _cm(v: dict | None) -> str:
+    if v is None:
+        return "-"
+    return (f"{v['in_range']:.2f} / {v['long']:.2f} / {v['shift']:.2f}"
+            + ("" if v["learnable"] else "*"))
+
+
+def _carrier(v: dict) -> str:
+    return f"{v['carrier_key']:.2f} / {v['carrier_key_init']:.2f}" if "carrier_key" in v else "-"
 
 
 def _alpha_cell(r: dict | None) -> str:
@@ -99,7 +127,8 @@ def _lg(rz: dict, t: str) -> str:
 
 def figure(name: str, inst: dict, ref_inst: dict, stem: Path) -> None:
     every = [(n, x) for n, x in ref_inst.items() if n != name] + [(name, inst)]
-    fig, axes = plt.subplots(1, 4, figsize=(18, 4.2))
+    matrix = "contract_matrix" in inst
+    fig, axes = plt.subplots(1, 4 + matrix, figsize=(18 + 4.5 * matrix, 4.2))
     style = lambda n: dict(color="black", lw=2.8, zorder=5, label=f"{n} (profiled)") \
         if n == name else dict(lw=1.1, alpha=0.75, label=n)
     for n, x in every:
@@ -115,6 +144,11 @@ def figure(name: str, inst: dict, ref_inst: dict, stem: Path) -> None:
         rz = x.get("realizability", {}).get("1L1H")
         if rz:
             axes[3].plot(rz["lengths"], np.asarray(rz["lg"]).mean((0, 1)), marker="o", **style(n))
+        cm = x.get("contract_matrix")
+        if matrix and cm:
+            L = str(max(cm["extend"]))
+            axes[4].plot(list(cm["tasks"]), [np.mean(r["extend"][L]) for r in cm["tasks"].values()],
+                         marker="o", ls="", ms=9, **style(n))
     axes[0].set(title="contract: positional-only score(0, d) at init", xlabel="distance d")
     axes[1].set(title="alpha_L, mean over tasks", xlabel="test length L", ylim=(-0.05, 1.05))
     axes[2].set(title="implicit bias: accuracy (K=1 solid, K=2 dashed)", xlabel="length",
@@ -123,12 +157,23 @@ def figure(name: str, inst: dict, ref_inst: dict, stem: Path) -> None:
     axes[3].set(title="trained 1L1H: LG@L, mean over tasks", xlabel="test length L",
                 ylim=(-0.05, 1.05))
     axes[3].legend(fontsize=8, loc="upper right")
+    if matrix:
+        longest = max(inst["contract_matrix"]["extend"])
+        axes[4].set(title=f"contract matrix: accuracy at L={longest}", xlabel="task family",
+                    ylim=(-0.05, 1.05))
+        axes[4].tick_params(axis="x", labelrotation=20)
     save(fig, stem)
+
+
+def _trained_at(card: dict) -> str:
+    M = card.get("random_positions", 0)
+    return f", trained at random positions in [0, {M})" if M else ""
 
 
 def markdown(card: dict) -> str:
     name, s = card["encoding"], card["summary"]
-    lines = [f"# Profile of `{name}`", "", f"Recipe: **{card['recipe']['name']}**"
+    lines = [f"# Profile of `{name}`{_trained_at(card)}", "",
+             f"Recipe: **{card['recipe']['name']}**"
              + (" (reduced: below the studies' published scale)" if card["reduced"] else "")
              + f"; {card['wall_seconds']:.0f} s wall. Canonical encodings: "
              f"{card['reference_note']}.",
@@ -142,7 +187,7 @@ def to_html(card: dict, png: Path) -> str:
     name, s = card["encoding"], card["summary"]
     esc = html.escape
     cell = lambda c: f"<b>{esc(str(c)[2:-2])}</b>" if str(c).startswith("**") else esc(str(c))
-    parts = [f"<h1>Profile of <code>{esc(name)}</code></h1>",
+    parts = [f"<h1>Profile of <code>{esc(name)}</code>{esc(_trained_at(card))}</h1>",
              f"<p>Recipe: <b>{esc(card['recipe']['name'])}</b>"
              + (" (reduced: below the studies' published scale)" if card["reduced"] else "")
              + f"; {card['wall_seconds']:.0f} s wall. Canonical encodings: "

@@ -19,6 +19,7 @@ from pathlib import Path
 from lgjax.config import ConfigError
 from lgjax.encodings import ENCODINGS
 from lgjax.harness.outputs import check_writable
+from lgjax.harness.ranges import option
 from lgjax.studies.profile import card, instruments, options, recipes, reference, summary
 
 
@@ -30,6 +31,7 @@ class Config:
     full: bool = False  # the published scale: adds the 2L4H tier (hours on this CPU)
     out: str = ""  # profile.md/.html/.json and the runs (default results/profile/<encoding>)
     reference: str = ""  # the canonical encodings' results (default: the packaged one)
+    random_positions: int = option(0, ge=0)  # M: train at sorted random positions in [0, M); 0 off
 
 
 def recipe_of(cfg: Config) -> recipes.Recipe:
@@ -43,7 +45,7 @@ def check(cfg: Config, name: str, recipe: recipes.Recipe) -> Path:
     raises ConfigError before anything trains or is written."""
     out = Path(cfg.out or f"results/profile/{cfg.encoding}")
     check_writable(out, "--out")
-    instruments.preflight(name, recipe, out)
+    instruments.preflight(name, recipe, out, cfg.random_positions)
     return out
 
 
@@ -61,12 +63,13 @@ def profile(cfg: Config, name: str, recipe: recipes.Recipe) -> int:
     ref_file = Path(cfg.reference) if cfg.reference else reference.FILE
     reference.load(ref_file)  # a damaged file stops here, before anything trains
     t0 = time.perf_counter()
-    inst, secs = instruments.measure_all(name, recipe, out)
+    inst, secs = instruments.measure_all(name, recipe, out, M=cfg.random_positions)
     ref = reference.load(ref_file)["recipes"].get(recipe.name)  # as it is now
     ref_inst = ref["encodings"] if ref else {}
     note = (f"{', '.join(ref_inst)} from {ref_file.name} (made {ref['made']} by `{ref['command']}`)"
             if ref else f"none: {ref_file} has no '{recipe.name}' entry")
     result = {"encoding": name, "plugins": instruments.plugin_modules(name),
+              "random_positions": cfg.random_positions,
               "recipe": recipe.as_dict(), "reduced": recipes.reduced(recipe),
               "wall_seconds": time.perf_counter() - t0, "seconds": secs,
               "summary": summary.of(inst), "reference_note": note,

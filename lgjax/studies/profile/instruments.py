@@ -13,15 +13,17 @@ from pathlib import Path
 
 import numpy as np
 
-from lgjax import keys, models
+from lgjax import keys, models, train
 from lgjax.config import RunConfig
 from lgjax.encodings import ENCODINGS
 from lgjax.harness import study
 from lgjax.harness.outputs import jsonable
 from lgjax.harness.study import RunOptions, run_study
+from lgjax.runs import open_run
 from lgjax.studies.contract import lab
 from lgjax.studies.contract import scores as contracts
-from lgjax.studies.implicit_bias import multiseed
+from lgjax.studies.contract import train as contract_train
+from lgjax.studies.implicit_bias import multiseed, prop1
 from lgjax.studies.profile.recipes import Recipe
 from lgjax.studies.realizability import alpha as A
 from lgjax.studies.realizability import generic_head as G
@@ -59,63 +61,111 @@ def _quiet_study(module, cfg) -> dict:
         return run_study(module, cfg)
 
 
-def ib_configs(name: str, recipe: Recipe, out: Path) -> dict[int, multiseed.Config]:
+def ib_configs(name: str, recipe: Recipe, out: Path, M: int = 0) -> dict[int, multiseed.Config]:
     """The multiseed runs at K = 1 and 2 (runs under <out>/checkpoints/<recipe>/)."""
     cfgs = {}
     for K in (1, 2):
         run = RunOptions(seeds=recipe.ib_seeds, steps=recipe.ib_steps, batch=recipe.ib_batch,
                          eval_sequences=recipe.ib_eval, out=str(out / f"multiseed-K{K}"),
-                         ckpt_root=str(out / "checkpoints"), progress=False, resume=True)
+                         ckpt_root=str(out / "checkpoints"), progress=False, resume=True,
+                         random_positions=M)
         cfgs[K] = multiseed.Config(encodings=(name,), K=K, run=run,
                                    run_name=f"{recipe.name}/multiseed-K{K}")
     return cfgs
 
 
-def rz_config(name: str, recipe: Recipe, out: Path) -> rtrain.Config:
+def rz_config(name: str, recipe: Recipe, out: Path, M: int = 0) -> rtrain.Config:
     run = RunOptions(seeds=recipe.rz_seeds, steps=recipe.rz_steps, batch=64,
                      eval_sequences=recipe.rz_eval, out=str(out / "realizability-train"),
-                     ckpt_root=str(out / "checkpoints"), progress=False, resume=True)
+                     ckpt_root=str(out / "checkpoints"), progress=False, resume=True,
+                     random_positions=M)
     return rtrain.Config(tiers=recipe.rz_tiers, encodings=(name,), tasks=recipe.rz_tasks,
                          name=f"{recipe.name}/realizability", run=run)
 
 
-def preflight(name: str, recipe: Recipe, out: Path) -> None:
+def cm_config(name: str, recipe: Recipe, out: Path, M: int = 0, **over) -> contract_train.Config:
+    """The contract matrix's row of this encoding: every task family of the recipe, the
+    matrix's model and budget (`over`: other contract-train options, e.g. a tiny model)."""
+    run = RunOptions(seeds=recipe.cm_seeds, steps=recipe.cm_steps, batch=64,
+                     eval_sequences=recipe.cm_eval, out=str(out / "contract-train"),
+                     ckpt_root=str(out / "checkpoints" / recipe.name), progress=False,
+                     resume=True, random_positions=M)
+    return contract_train.Config(tasks=recipe.cm_tasks, schemes=(name,), run=run, **over)
+
+
+def preflight(name: str, recipe: Recipe, out: Path, M: int = 0) -> None:
     """Every check of the trained instruments' runs, before anything trains or is written."""
-    for cfg in ib_configs(name, recipe, out).values():
+    for cfg in ib_configs(name, recipe, out, M).values():
         study.preflight(multiseed, cfg)
-    study.preflight(rtrain, rz_config(name, recipe, out))
+    study.preflight(rtrain, rz_config(name, recipe, out, M))
+    if recipe.contract_matrix:
+        study.preflight(contract_train, cm_config(name, recipe, out, M))
 
 
-def implicit_bias(name: str, recipe: Recipe, out: Path) -> dict:
+def carrier(run_dir: str, L: int) -> dict:
+    """The spec's key carrier fraction ||E[W_K x]||^2 / E[||W_K x||^2] of a rotary encoding's
+    trained head per seed, at initialisation beside it, and the argmax offset of the carrier-only
+    profile at length L (prop1's measurements, read from the run's final checkpoint)."""
+    run = open_run(run_dir)
+    final = prop1.carrier_stats(run.restore().params, run.config, L)
+    init = prop1.carrier_stats(train.init_states(run.config).params, run.config, L)
+    return {"carrier_key": final["carrier_key"].tolist(),
+            "carrier_key_init": init["carrier_key"].tolist(),
+            "carrier_argmax": final["carrier_argmax"].tolist()}
+
+
+def implicit_bias(name: str, recipe: Recipe, out: Path, M: int = 0) -> dict:
     """Fixed-offset retrieval at K = 1 and 2 (multiseed): accuracy, peak height and selected
-    offset per seed x length."""
-    res = {}
-    for K, cfg in ib_configs(name, recipe, out).items():
-        r = _quiet_study(multiseed, cfg)[name]
+    offset per seed x length; where the encoding has a rotary part, the key carrier fraction
+    per seed."""
+    res, lengths = {}, list(multiseed.Config().eval_lengths)
+    for K, cfg in ib_configs(name, recipe, out, M).items():
+        full = _quiet_study(multiseed, cfg)
+        r = full[name]
         res[f"K{K}"] = {k: np.asarray(r[k]).tolist() for k in
                         ("accuracy", "peak_height", "selected_offset")}
-    res["lengths"], res["chance"] = list(multiseed.Config().eval_lengths), 1.0 / 20
+        if ENCODINGS[name].kind == "rotary":
+            res[f"K{K}"] |= carrier(full["run_dirs"][f"{cfg.run_name}/{name}"], max(lengths))
+    res["lengths"], res["chance"] = lengths, 1.0 / 20
     return res
 
 
-def realizability_trained(name: str, recipe: Recipe, out: Path) -> dict:
+def realizability_trained(name: str, recipe: Recipe, out: Path, M: int = 0) -> dict:
     """The realizability grid row of this encoding: per tier, train accuracy and LG@L per task x
     seed."""
-    progs = _quiet_study(rtrain, rz_config(name, recipe, out))["programs"]
+    progs = _quiet_study(rtrain, rz_config(name, recipe, out, M))["programs"]
     return {p["tier"]: json.loads(json.dumps({k: p[k] for k in ("tasks", "lengths", "train_acc",
                                                                   "lg")}, default=jsonable))
             for p in progs}
 
 
-def measure_all(name: str, recipe: Recipe, out: Path, options=None) -> tuple[dict, dict]:
-    """(instruments, wall seconds per instrument), in the order of the issue."""
+def contract_matrix(name: str, recipe: Recipe, out: Path, M: int = 0, **over) -> dict:
+    """The encoding's row of the contract matrix (trained): per task family, accuracy per seed
+    in range, at each extension length (no intervention) and after each PAD shift."""
+    r = _quiet_study(contract_train, cm_config(name, recipe, out, M, **over))
+    row = {t: r["cells"][t][name] for t in r["tasks"]}
+    return {"extend": r["extend"], "shifts": r["shifts"], "learnable": r["learnable"],
+            "steps": r["steps"], "tasks": {t: {
+                "in_range": c["in_range"]["accuracy"],
+                "extend": {L: c["extend"][L]["none"] for L in map(str, r["extend"])},
+                "shift": {s: c["shift"][s]["accuracy"] for s in map(str, r["shifts"])}}
+                for t, c in row.items()}}
+
+
+def measure_all(name: str, recipe: Recipe, out: Path, options=None, M: int = 0
+                ) -> tuple[dict, dict]:
+    """(instruments, wall seconds per instrument), in the order of the issue; M > 0: the
+    trained instruments train at random positions in [0, M) (randomized positions)."""
     import time
 
     inst, secs = {}, {}
+    matrix = [("contract_matrix", lambda: contract_matrix(name, recipe, out, M))] \
+        if recipe.contract_matrix else []
     for key, fn in (("contract", lambda: contract_init(name, options)),
                     ("alpha", lambda: alpha(name, recipe, options)),
-                    ("implicit_bias", lambda: implicit_bias(name, recipe, out)),
-                    ("realizability", lambda: realizability_trained(name, recipe, out))):
+                    ("implicit_bias", lambda: implicit_bias(name, recipe, out, M)),
+                    ("realizability", lambda: realizability_trained(name, recipe, out, M)),
+                    *matrix):
         t0 = time.perf_counter()
         inst[key] = fn()
         secs[key] = time.perf_counter() - t0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from lgjax.studies.contract.tasks import CONTRACT_TASKS
 from lgjax.studies.realizability.score import TASK_NAMES
 
 
@@ -26,6 +27,12 @@ class Recipe:
     rz_tiers: tuple[str, ...] = ("1L1H",)
     contract_matrix: bool = False  # the contract matrix row (4 families, 5 seeds)
     alpha_steps: int = 400  # the pinned selection (kept in every recipe)
+    # the contract matrix row: its task families, seeds, steps and evaluation sequences (the
+    # matrix's own budget, contract-train's defaults)
+    cm_tasks: tuple[str, ...] = tuple(CONTRACT_TASKS)
+    cm_seeds: int = 5
+    cm_steps: int = 1500
+    cm_eval: int = 512
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -32,6 +32,8 @@ def implicit_bias(inst: dict) -> dict:
                   "acc_long": float(acc[:, i].mean()),
                   "peak_long": float(np.asarray(ib[K]["peak_height"])[:, i].mean()),
                   "offset_ok": f"{int((off[:, i] == -int(K[1])).sum())}/{len(off)}"}
+        if "carrier_key" in ib[K]:  # a rotary part: the spec's key carrier fraction
+            out[K] |= {k: float(np.mean(ib[K][k])) for k in ("carrier_key", "carrier_key_init")}
     return out
 
 
@@ -60,6 +62,21 @@ def realizability(inst: dict, tier: str = "1L1H") -> dict:
             "seeds": int(lg.shape[1])}
 
 
+def contract_matrix(inst: dict) -> dict:
+    """Per task family (seed means): accuracy in range, at the longest extension length and
+    after the largest PAD shift; learnable as the matrix reads it. {} when not trained."""
+    cm = inst.get("contract_matrix")
+    if not cm:
+        return {}
+    L, c = str(max(cm["extend"])), str(max(cm["shifts"]))
+    mean = lambda v: float(np.mean(v))
+    return {"L": int(L), "shift": int(c), "steps": cm["steps"], "tasks": {
+        t: {"in_range": mean(r["in_range"]), "long": mean(r["extend"][L]),
+            "shift": mean(r["shift"][c]), "learnable": mean(r["in_range"]) >= cm["learnable"]}
+        for t, r in cm["tasks"].items()}}
+
+
 def of(inst: dict) -> dict:
     return {"contract": contract(inst), "alpha": alpha(inst),
-            "implicit_bias": implicit_bias(inst), "realizability": realizability(inst)}
+            "implicit_bias": implicit_bias(inst), "realizability": realizability(inst),
+            "contract_matrix": contract_matrix(inst)}

@@ -82,7 +82,8 @@ def program_grid(cfg: Config, tier: str, encoding: str) -> grid.Grid:
                         enc=ENCODING_OPTIONS.get(encoding, lambda c: None)(cfg))
     t = TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch, lr=cfg.lr, lmin=cfg.L0,
                     lmax=cfg.L0, seeds=tuple(range(cfg.run.seeds)), chunk=cfg.chunk,
-                    ckpt_every=cfg.ckpt_every, seed_axis=cfg.seed_axis)
+                    ckpt_every=cfg.ckpt_every, seed_axis=cfg.seed_axis,
+                    random_positions=cfg.run.random_positions)
     return grid.Grid(tuple(R.task_config(n, cfg.vocab) for n in cfg.tasks), model, t,
                      layout=cfg.layout)
 
