@@ -150,6 +150,28 @@ def test_profiling_a_canonical_encoding_repeats_its_reference(tmp_path, monkeypa
         frac = [(k.mean(0) ** 2).sum() / (k ** 2).sum(1).mean() for k in keys_SxMxD]
         np.testing.assert_allclose(got["instruments"]["implicit_bias"][f"K{K}"]["carrier_key"],
                                    frac, rtol=1e-5)
+    # the learned kernels' contract metrics: what `lgjax contract-lab --run-dir` says of the run
+    run_dir = tmp_path / "p" / "checkpoints" / "quick" / "multiseed-K1" / "rope"
+    lab_out = tmp_path / "lab"
+    assert cli.main(["contract-lab", "--run-dir", str(run_dir), "--out", str(lab_out)]) == 0
+    lab = json.loads((lab_out / "results.json").read_text())["trained"]["profiles"]
+    assert got["instruments"]["implicit_bias"]["K1"]["contract"] == [
+        [{k: h[k] for k in instruments.CONTRACT_METRICS} for h in seed] for seed in lab]
+
+
+def test_the_card_shows_the_contract_metrics_of_the_learned_kernels():
+    mine = _synthetic(0.8, 0.95)
+    m = lambda e, c, b: {"shift_error": e, "out_of_table": 0.0, "collisions": c,
+                         "monotonic_breaks": b}
+    mine["implicit_bias"]["K1"]["contract"] = [[m(0.0, 2, 10)], [m(0.5, 4, 20)]]
+    mine["implicit_bias"]["K2"]["contract"] = [[m(None, 0, 1)], [m(None, 1, 0)]]  # undefined
+    s = summary.of(mine)
+    tab = next(t for t in card.tables("mine", s, {"rope": summary.of(_synthetic(0.4, 0.5))})
+               if t[0].startswith("Contract lab of the kernels learned"))
+    assert tab[2] == [["**mine**", "1", "0.25", "0.00", "3.0", "15.0"],
+                      ["**mine**", "2", "-", "0.00", "0.5", "0.5"]]  # the reference: none
+    assert "K=1: shift error 0.25, 3.0 collisions, 15.0 monotonic breaks" in card.verdicts(
+        "mine", s)[0]
 
 
 def test_the_full_recipe_adds_the_encodings_contract_matrix_row(tmp_path):

@@ -27,6 +27,13 @@ def verdicts(name: str, s: dict) -> list[str]:
         f"{c['shift_error']:.3g})")
     lines = [f"Contract (at init): {inv}; {c['out_of_table']:.0%} of distances out of table, "
              f"{c['collisions']} collisions, {c['monotonic_breaks']} monotonic breaks."]
+    learned = s.get("contract_learned", {})
+    if learned:
+        lines[0] += " Learned (fixed offset, mean over seeds): " + "; ".join(
+            f"K={K[1]}: shift error {_f(v['shift_error'], '{:.3g}')}, "
+            f"{_f(v['collisions'], '{:.1f}')} collisions, "
+            f"{_f(v['monotonic_breaks'], '{:.1f}')} monotonic breaks" for K, v in learned.items()
+        ) + "."
     real = [t for t, r in a.items() if r["acc_L0"] == 1.0]
     carry = [t for t in real if a[t]["alpha"] >= 0.5]
     lines.append(f"Realizability (alpha_L, training-free): a positional-only head realizes "
@@ -66,6 +73,15 @@ def tables(name: str, s: dict, ref: dict) -> list[tuple[str, list[str], list[lis
             [[bold(n, m), _f(x["contract"]["shift_error"], "{:.3g}"),
               _f(x["contract"]["out_of_table"], "{:.2f}"), x["contract"]["collisions"],
               x["contract"]["monotonic_breaks"]] for n, x, m in every])]
+    if s.get("contract_learned"):
+        out.append(("Contract lab of the kernels learned at fixed offset K = 1 / K = 2 (the "
+                     "implicit-bias runs; mean over seeds)",
+                     ["encoding", "K", "shift error", "out of table", "collisions",
+                      "monotonic breaks"],
+                     [[bold(n, m), K[1], _f(v["shift_error"], "{:.3g}"),
+                       _f(v["out_of_table"], "{:.2f}"), _f(v["collisions"], "{:.1f}"),
+                       _f(v["monotonic_breaks"], "{:.1f}")]
+                      for n, x, m in every for K, v in x.get("contract_learned", {}).items()]))
     tasks = list(s["alpha"])
     out.append((f"alpha_{FOCUS} (pinned selection, generic head at m = 32; * = not realized "
                 "at L0; def = content-dependent, alpha := 0)", ["encoding", *tasks],

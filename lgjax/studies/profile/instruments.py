@@ -114,18 +114,30 @@ def carrier(run_dir: str, L: int) -> dict:
             "carrier_argmax": final["carrier_argmax"].tolist()}
 
 
+CONTRACT_METRICS = ("shift_error", "out_of_table", "collisions", "monotonic_breaks")
+
+
+def contract_trained(run_dir: str) -> list[list[dict]]:
+    """The lab's four metrics of the positional-only kernel each seed learned (per seed, per
+    head), at the lab's settings."""
+    profiles = lab.trained(run_dir, lab.Config())["profiles"]
+    return [[{k: h[k] for k in CONTRACT_METRICS} for h in seed] for seed in profiles]
+
+
 def implicit_bias(name: str, recipe: Recipe, out: Path, M: int = 0) -> dict:
     """Fixed-offset retrieval at K = 1 and 2 (multiseed): accuracy, peak height and selected
-    offset per seed x length; where the encoding has a rotary part, the key carrier fraction
-    per seed."""
+    offset per seed x length; the contract lab's metrics of each seed's learned kernel; where
+    the encoding has a rotary part, the key carrier fraction per seed."""
     res, lengths = {}, list(multiseed.Config().eval_lengths)
     for K, cfg in ib_configs(name, recipe, out, M).items():
         full = _quiet_study(multiseed, cfg)
         r = full[name]
         res[f"K{K}"] = {k: np.asarray(r[k]).tolist() for k in
                         ("accuracy", "peak_height", "selected_offset")}
+        run_dir = full["run_dirs"][f"{cfg.run_name}/{name}"]
+        res[f"K{K}"]["contract"] = contract_trained(run_dir)
         if ENCODINGS[name].kind == "rotary":
-            res[f"K{K}"] |= carrier(full["run_dirs"][f"{cfg.run_name}/{name}"], max(lengths))
+            res[f"K{K}"] |= carrier(run_dir, max(lengths))
     res["lengths"], res["chance"] = lengths, 1.0 / 20
     return res
 

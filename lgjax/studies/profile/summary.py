@@ -11,9 +11,26 @@ FOCUS = 60  # the length alpha_L and LG are shown at (the realizability study's 
 IB_LONG = 48  # the implicit-bias study's longest evaluation length
 
 
+CONTRACT = ("shift_error", "out_of_table", "collisions", "monotonic_breaks")
+
+
 def contract(inst: dict) -> dict:
     h = inst["contract"][0]  # head 0 (the lab's model has one head)
-    return {k: h[k] for k in ("shift_error", "out_of_table", "collisions", "monotonic_breaks")}
+    return {k: h[k] for k in CONTRACT}
+
+
+def contract_learned(inst: dict) -> dict:
+    """The lab's metrics of the kernels learned at K = 1, 2 (means over seeds and heads; an
+    undefined shift error, a kernel read out of its table, counts as none). {} when absent."""
+    ib = inst["implicit_bias"]
+    out = {}
+    for K in ("K1", "K2"):
+        heads = [h for seed in ib[K].get("contract", []) for h in seed]
+        if heads:
+            out[K] = {k: float(np.mean([h[k] for h in heads if h[k] is not None]))
+                      if any(h[k] is not None for h in heads) else None for k in CONTRACT}
+            out[K]["kernels"] = len(heads)
+    return out
 
 
 def alpha(inst: dict) -> dict:
@@ -77,6 +94,7 @@ def contract_matrix(inst: dict) -> dict:
 
 
 def of(inst: dict) -> dict:
-    return {"contract": contract(inst), "alpha": alpha(inst),
+    return {"contract": contract(inst), "contract_learned": contract_learned(inst),
+            "alpha": alpha(inst),
             "implicit_bias": implicit_bias(inst), "realizability": realizability(inst),
             "contract_matrix": contract_matrix(inst)}
