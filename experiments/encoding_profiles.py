@@ -10,7 +10,7 @@ default: none; the packaged one is lgjax/studies/profile/reference.json.)
 Columns: the contract lab at init (shift error, out-of-table fraction, collisions, monotonic
 breaks), alpha_60 and trained LG@60 at 1L1H over the realizability study's 7 main-grid tasks
 (mean, and how many pass the study's thresholds alpha >= 0.5 and LG >= 0.7), rho(alpha_L, LG),
-and the fixed-offset accuracy at length 48 (K = 1, 2; chance 0.05).
+and the fixed-offset accuracy in range (16) and at length 48 (K = 1, 2; chance 0.05).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from lgjax.studies.realizability.report import CORE_TASKS
 
 COLUMNS = ["encoding", "recipe", "shift error", "out of table", "collisions", "monotonic breaks",
            "mean alpha_60 (7)", "alpha_60 >= 0.5", "mean LG@60", "LG@60 >= 0.7", "rho",
-           "K=1 acc@48", "K=2 acc@48"]
+           "K=1 acc @16 / @48", "K=2 acc @16 / @48"]
 
 
 def row(card: dict) -> list:
@@ -43,7 +43,8 @@ def row(card: dict) -> list:
             f(c["out_of_table"]), c["collisions"], c["monotonic_breaks"],
             f(float(np.mean(alpha))), f"{sum(v >= 0.5 for v in alpha)}/{len(alpha)}",
             f(float(np.mean(lg)) if lg else None), f"{sum(v >= 0.7 for v in lg)}/{len(lg)}",
-            f(rz.get("rho") if rz else None), f(ib["K1"]["acc_long"]), f(ib["K2"]["acc_long"])]
+            f(rz.get("rho") if rz else None),
+            *(f"{ib[K]['acc_in_range']:.2f} / {ib[K]['acc_long']:.2f}" for K in ("K1", "K2"))]
 
 
 def canonical(ref_file: Path, recipe: str) -> list[dict]:

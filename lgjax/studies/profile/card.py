@@ -214,12 +214,13 @@ def to_html(card: dict, png: Path) -> str:
     for title, cols, rows in tables(name, s, card["reference_summary"]):
         parts.append(f"<h2>{esc(title)}</h2><table><tr>"
                      + "".join(f"<th>{esc(c)}</th>" for c in cols) + "</tr>"
-                     + "".join("<tr>" + "".join(f"<td>{cell(c)}</td>" for c in r) + "</tr>"
+                     + "".join(("<tr class='mine'>" if str(r[0]).startswith("**") else "<tr>")
+                               + "".join(f"<td>{cell(c)}</td>" for c in r) + "</tr>"
                                for r in rows) + "</table>")
     css = ("body{font-family:sans-serif;max-width:1150px;margin:1em auto;color:#222}"
            "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;"
            "padding:3px 7px;text-align:right}td:first-child,th:first-child{text-align:left}"
-           "tr:nth-child(2) td{background:#fff4cc}img{width:100%}")
+           "tr.mine td{background:#fff4cc}img{width:100%}")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>profile {esc(name)}"
             f"</title><style>{css}</style></head><body>{''.join(parts)}</body></html>")
 
