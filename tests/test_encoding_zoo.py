@@ -442,5 +442,6 @@ def test_random_positions_train_any_encoding(encoding, arch):
 ])
 def test_random_positions_validation(M, evals, ape, match):
     cfg = _rp("ape" if ape else "rope", M=M, enc=ApeOptions(size=32) if ape else None)
-    with pytest.raises(ConfigError, match=r"train\.random_positions: .*" + match):
+    field = r"train\.random_positions \(--random-positions\): "  # the config's and the flag's
+    with pytest.raises(ConfigError, match=field + ".*" + match):
         validate(cfg, eval_lengths=evals)
