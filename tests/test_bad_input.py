@@ -292,3 +292,35 @@ def test_contract_lab_names_a_grid_program_for_what_it_is(tmp_path, capsys):
     line = one_line_exit_2(["contract-lab", "--run-dir", str(tmp_path / "prog"), "--out",
                             str(tmp_path / "out")], capsys)
     assert "grid program" in line and "corrupt" not in line, line
+
+
+def test_processes_probing_one_missing_out_folder_at_once_all_pass_and_make_nothing(tmp_path):
+    """The processes of a job check --out together; a check neither fails because another is
+    checking nor leaves a folder behind (making and removing the same folder raced: a job's
+    process 1 stopped with 'cannot write in two/out' on a loaded machine)."""
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    from lgjax.harness.outputs import check_writable
+
+    out = tmp_path / "two" / "out"
+    with ProcessPoolExecutor(4) as pool:
+        done = [pool.submit(_probe_many, out, 300) for _ in range(4)]
+        errors = [e for f in done for e in f.result()]
+    assert errors == []
+    assert os.listdir(tmp_path) == []
+    check_writable(out, "--out")  # and once more alone
+    assert not (tmp_path / "two").exists()
+
+
+def _probe_many(out, n: int) -> list[str]:
+    from lgjax.config import ConfigError
+    from lgjax.harness.outputs import check_writable
+
+    errors = []
+    for _ in range(n):
+        try:
+            check_writable(out, "--out")
+        except ConfigError as err:
+            errors.append(str(err))
+    return errors

@@ -20,40 +20,26 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 def check_writable(path: Path, flag: str) -> None:
     """The folder exists or can be made, and a file can be written in it: checked up front by
-    making the missing folders and a file, then removing them (os.access is true for root even
-    on /proc, where nothing can be made)."""
-    missing, probe = [], Path(path)
+    writing a probe (os.access is true for root even on /proc, where nothing can be made). A
+    missing folder is not made: the probe is a uniquely named folder with a file, made and
+    removed in the deepest folder that exists, so the processes of one job probing the same
+    path at once never meet (each making and removing the same folder raced)."""
+    probe = Path(path)
     while not probe.exists():
-        missing.append(probe)
         probe = probe.parent
     if not probe.is_dir():
         raise ConfigError(f"{flag}: {probe} is a file, not a folder; choose another path")
-    for _ in range(5):  # the processes of one job probe the same folders at once
-        made = []
+    try:
+        inside = tempfile.mkdtemp(prefix=".lgjax-probe-", dir=probe)
         try:
-            for folder in reversed(missing):
-                try:
-                    folder.mkdir()
-                    made.append(folder)
-                except FileExistsError:  # another process of the job made it: not ours
-                    pass
-            fd, name = tempfile.mkstemp(prefix=".lgjax-probe-", dir=path)
+            fd, name = tempfile.mkstemp(dir=inside)
             os.close(fd)
             os.unlink(name)
-            return
-        except FileNotFoundError as err:  # another process removed a folder it had made: again
-            failure = err
-        except OSError as err:
-            failure = err
-            break
         finally:
-            for folder in reversed(made):
-                try:
-                    folder.rmdir()
-                except OSError:  # another process's probe is inside; it is left empty
-                    pass
-    raise ConfigError(f"{flag}: cannot write in {path} ({failure.strerror or failure}); choose a "
-                      "folder you can write") from failure
+            os.rmdir(inside)
+    except OSError as err:
+        raise ConfigError(f"{flag}: cannot write in {path} ({err.strerror or err}); choose a "
+                          "folder you can write") from err
 
 
 def check_utf8(path: Path, flag: str) -> None:
