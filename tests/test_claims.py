@@ -446,3 +446,10 @@ def test_full_scale_summary_says_so(study, pub, tmp_path):
 def test_shipped_claims_file_is_package_data():
     path = C.claims_path("implicit-bias")
     assert path.exists() and C.load_claims(path).study == "implicit-bias"
+
+
+def test_a_reader_of_an_experiment_that_did_not_run_says_not_run():
+    from lgjax.reproduce.claims import NotRun, get
+
+    with pytest.raises(NotRun, match="realizability-report"):
+        get({"realizability-train": {}}, "realizability-report", "rope_scale")

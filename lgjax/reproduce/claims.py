@@ -59,7 +59,10 @@ def dig(node, path: tuple, where: str):
 
 
 def get(results: dict, experiment: str, *path):
-    """results[experiment][path...] (check() has made sure the experiment is there)."""
+    """results[experiment][path...]; a reader may read an experiment other than its claim's own
+    (the report's), which a run with --only may not have made: not run, not a KeyError."""
+    if experiment not in results:
+        raise missing(f"{experiment} (not run)")
     return dig(results[experiment], path, experiment)
 
 
