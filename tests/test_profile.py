@@ -156,7 +156,7 @@ def test_profiling_a_canonical_encoding_repeats_its_reference(tmp_path, monkeypa
     assert cli.main(["contract-lab", "--run-dir", str(run_dir), "--out", str(lab_out)]) == 0
     lab = json.loads((lab_out / "results.json").read_text())["trained"]["profiles"]
     assert got["instruments"]["implicit_bias"]["K1"]["contract"] == [
-        [{k: h[k] for k in instruments.CONTRACT_METRICS} for h in seed] for seed in lab]
+        [{k: h[k] for k in summary.CONTRACT} for h in seed] for seed in lab]
 
 
 def test_the_card_shows_the_contract_metrics_of_the_learned_kernels():

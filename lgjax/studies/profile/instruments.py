@@ -25,6 +25,7 @@ from lgjax.studies.contract import scores as contracts
 from lgjax.studies.contract import train as contract_train
 from lgjax.studies.implicit_bias import multiseed, prop1
 from lgjax.studies.profile.recipes import Recipe
+from lgjax.studies.profile.summary import CONTRACT
 from lgjax.studies.realizability import alpha as A
 from lgjax.studies.realizability import generic_head as G
 from lgjax.studies.realizability import train as rtrain
@@ -114,14 +115,11 @@ def carrier(run_dir: str, L: int) -> dict:
             "carrier_argmax": final["carrier_argmax"].tolist()}
 
 
-CONTRACT_METRICS = ("shift_error", "out_of_table", "collisions", "monotonic_breaks")
-
-
 def contract_trained(run_dir: str) -> list[list[dict]]:
     """The lab's four metrics of the positional-only kernel each seed learned (per seed, per
     head), at the lab's settings."""
     profiles = lab.trained(run_dir, lab.Config())["profiles"]
-    return [[{k: h[k] for k in CONTRACT_METRICS} for h in seed] for seed in profiles]
+    return [[{k: h[k] for k in CONTRACT} for h in seed] for seed in profiles]
 
 
 def implicit_bias(name: str, recipe: Recipe, out: Path, M: int = 0) -> dict:
