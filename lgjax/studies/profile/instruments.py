@@ -62,24 +62,28 @@ def _quiet_study(module, cfg) -> dict:
         return run_study(module, cfg)
 
 
+def _run(seeds: int, steps: int, batch: int, eval_sequences: int, results: Path, ckpt: Path,
+         M: int) -> RunOptions:
+    """A trained instrument's run options: quiet, resumable (a profile continues its runs)."""
+    return RunOptions(seeds=seeds, steps=steps, batch=batch, eval_sequences=eval_sequences,
+                      out=str(results), ckpt_root=str(ckpt), progress=False, resume=True,
+                      random_positions=M)
+
+
 def ib_configs(name: str, recipe: Recipe, out: Path, M: int = 0) -> dict[int, multiseed.Config]:
     """The multiseed runs at K = 1 and 2 (runs under <out>/checkpoints/<recipe>/)."""
     cfgs = {}
     for K in (1, 2):
-        run = RunOptions(seeds=recipe.ib_seeds, steps=recipe.ib_steps, batch=recipe.ib_batch,
-                         eval_sequences=recipe.ib_eval, out=str(out / f"multiseed-K{K}"),
-                         ckpt_root=str(out / "checkpoints"), progress=False, resume=True,
-                         random_positions=M)
+        run = _run(recipe.ib_seeds, recipe.ib_steps, recipe.ib_batch, recipe.ib_eval,
+                   out / f"multiseed-K{K}", out / "checkpoints", M)
         cfgs[K] = multiseed.Config(encodings=(name,), K=K, run=run,
                                    run_name=f"{recipe.name}/multiseed-K{K}")
     return cfgs
 
 
 def rz_config(name: str, recipe: Recipe, out: Path, M: int = 0) -> rtrain.Config:
-    run = RunOptions(seeds=recipe.rz_seeds, steps=recipe.rz_steps, batch=64,
-                     eval_sequences=recipe.rz_eval, out=str(out / "realizability-train"),
-                     ckpt_root=str(out / "checkpoints"), progress=False, resume=True,
-                     random_positions=M)
+    run = _run(recipe.rz_seeds, recipe.rz_steps, 64, recipe.rz_eval,
+               out / "realizability-train", out / "checkpoints", M)
     return rtrain.Config(tiers=recipe.rz_tiers, encodings=(name,), tasks=recipe.rz_tasks,
                          name=f"{recipe.name}/realizability", run=run)
 
@@ -87,10 +91,8 @@ def rz_config(name: str, recipe: Recipe, out: Path, M: int = 0) -> rtrain.Config
 def cm_config(name: str, recipe: Recipe, out: Path, M: int = 0, **over) -> contract_train.Config:
     """The contract matrix's row of this encoding: every task family of the recipe, the
     matrix's model and budget (`over`: other contract-train options, e.g. a tiny model)."""
-    run = RunOptions(seeds=recipe.cm_seeds, steps=recipe.cm_steps, batch=64,
-                     eval_sequences=recipe.cm_eval, out=str(out / "contract-train"),
-                     ckpt_root=str(out / "checkpoints" / recipe.name), progress=False,
-                     resume=True, random_positions=M)
+    run = _run(recipe.cm_seeds, recipe.cm_steps, 64, recipe.cm_eval, out / "contract-train",
+               out / "checkpoints" / recipe.name, M)
     return contract_train.Config(tasks=recipe.cm_tasks, schemes=(name,), run=run, **over)
 
 
