@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lgjax import models, tasks
+from lgjax import models, tasks, train
 from lgjax.config import RunConfig
 from lgjax.devices import place, seed_mesh, shard_seeds, to_host
 from lgjax.keys import EVAL, seed_keys, stream
@@ -57,7 +57,8 @@ def _evaluator(cfg: RunConfig, n_seqs: int, Lpad: int, devices: int | None, new_
     # (and holds 1/S of the activations)
     mesh = seed_mesh(len(cfg.train.seeds), devices)
     one_per_seed = lambda *args: jax.lax.map(lambda a: one(*a), args)
-    return jax.jit(shard_seeds(one_per_seed, mesh)), mesh
+    return jax.jit(shard_seeds(one_per_seed, mesh),
+                   compiler_options=train.compiler_options(cfg.train)), mesh
 
 
 def evaluate(params_S, cfg: RunConfig, lengths, n_seqs: int = 4096,

@@ -177,7 +177,8 @@ def make_grid_runner(grid: Grid, layout: str | None = None,
             task, samplers, stream(st.key, DATA, st.step)))
         return train.run_steps(step, state, n_steps)
 
-    run = jax.jit(wrap(shard_seeds(LAYOUTS[layout](run_one, grid), mesh, n_replicated=1)))
+    run = jax.jit(wrap(shard_seeds(LAYOUTS[layout](run_one, grid), mesh, n_replicated=1)),
+                  compiler_options=train.compiler_options(t))
     task_C = place(_task_of_cell(grid), mesh)
     return lambda states_C, n_steps: run(place(states_C, mesh), task_C, n_steps)
 

@@ -11,6 +11,7 @@ program compiles once for every chunk length); checkpoints fall on chunk boundar
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -105,6 +106,14 @@ def make_seed_step(cfg: RunConfig, sample: Callable | None = None) -> Callable:
     return step
 
 
+FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+
+
+def compiler_options(t: TrainConfig) -> dict | None:
+    """XLA's options for the run's programs (TrainConfig.fast_compile)."""
+    return dict(FAST_COMPILE) if t.fast_compile else None
+
+
 SEED_BLOCK = 8  # seeds vmapped together by the "blocks" strategy
 
 
@@ -167,7 +176,7 @@ def make_chunk_runner(cfg: RunConfig, strategy: str | None = None, wrap: Callabl
         run_one = lambda state, n: run_steps(step, state, n)
         return over_seeds(run_one, n_local, strategy)(states_S, n_steps)
 
-    @jax.jit
+    @functools.partial(jax.jit, compiler_options=compiler_options(cfg.train))
     @wrap
     def run(states_S, n_steps):
         return shard_seeds(run_block, mesh, n_replicated=1)(states_S, n_steps)
@@ -178,7 +187,8 @@ def make_chunk_runner(cfg: RunConfig, strategy: str | None = None, wrap: Callabl
 def init_states(cfg: RunConfig, repeat: int = 1) -> TrainState:
     """Every seed's initial state, stacked; the whole stack `repeat` times (grid cells)."""
     keys_S = jnp.tile(seed_keys(cfg.train.seeds), (repeat, 1))
-    return jax.jit(jax.vmap(lambda k: init_state(k, cfg)))(keys_S)
+    init = jax.vmap(lambda k: init_state(k, cfg))
+    return jax.jit(init, compiler_options=compiler_options(cfg.train))(keys_S)
 
 
 def abstract_states(cfg: RunConfig, n: int | None = None):

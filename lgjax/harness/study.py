@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ import numpy as np
 from tqdm import tqdm
 
 from lgjax import checkpoints, grid, plugins, train
-from lgjax.checkpoints import driver
+from lgjax.checkpoints import driver, twins
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.devices import check_memory, is_leader, seed_mesh, to_host
 from lgjax.harness import ranges
@@ -45,6 +46,8 @@ class RunOptions:
     devices: int = option(0, ge=0)  # devices of the seed axis (0: all that divide the seed count)
     # randomized positional encodings: evaluation keeps positions 0..L-1
     random_positions: int = option(0, ge=0)  # M: train at sorted random positions in [0, M); 0 off
+    # compile at XLA -O0 (~4x faster to compile, ~3x slower to run): for short runs
+    fast_compile: bool = False
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,8 @@ def hook(module: ModuleType, name: str):
 def run_config(cfg, task: TaskConfig, model: ModelConfig, **train) -> RunConfig:
     """A run at the study's shared options (its steps, batch and seeds), `train` on top."""
     shared = {"steps": cfg.run.steps, "batch": cfg.run.batch, "seeds": seeds(cfg),
-              "random_positions": cfg.run.random_positions}
+              "random_positions": cfg.run.random_positions,
+              "fast_compile": cfg.run.fast_compile}
     return RunConfig(task, model, TrainConfig(**shared | train))
 
 
@@ -196,6 +200,21 @@ def preflight(module: ModuleType, cfg) -> dict[str, RunConfig | grid.Grid]:
     return runs
 
 
+def own_or_twin(run: str, rc: RunConfig | grid.Grid, opts: RunOptions) -> Path:
+    """The run's own directory, or a finished run of the same config (trained under another
+    name, by this study or another) when its own is not started: one training, read twice."""
+    own = Path(opts.ckpt_root) / run
+    if twins.is_started(own):
+        return own
+    twin = twins.finished_twin(Path(opts.ckpt_root), rc, own)
+    if twin is None:
+        return own
+    if is_leader():
+        print(f"lgjax: {run}: the same config as the finished run {twin}; reusing it",
+              file=sys.stderr)
+    return twin
+
+
 def train_one(rc: RunConfig | grid.Grid, run_dir: Path, opts: RunOptions, label: str) -> Trained:
     """Train (or continue, or reload a finished run) with checkpoints; a progress bar."""
     bar = tqdm(total=rc.train.steps, desc=label, disable=not (opts.progress and is_leader()))
@@ -225,7 +244,7 @@ def run_study(module: ModuleType, cfg) -> dict:
     opts = options(cfg)
     trained = {}
     for i, (run, rc) in enumerate(runs.items()):
-        trained[run] = train_one(rc, Path(opts.ckpt_root) / run, opts,
+        trained[run] = train_one(rc, own_or_twin(run, rc, opts), opts,
                                  f"{run} [{i + 1}/{len(runs)}]")
         hook(module, "on_trained")(cfg, run, trained[run])
     t_train = time.perf_counter() - t0

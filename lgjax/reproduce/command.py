@@ -33,7 +33,8 @@ from lgjax.reproduce import claims
 from lgjax.reproduce import report as reproduce_report
 from lgjax.studies import STUDIES
 
-QUICK_RUN = RunOptions(seeds=2, steps=300, batch=64, eval_sequences=256)
+# quick runs are short: at XLA's defaults their programs take longer to compile than to run
+QUICK_RUN = RunOptions(seeds=2, steps=300, batch=64, eval_sequences=256, fast_compile=True)
 ALL = "all"  # `lgjax reproduce all`: every study with claims, one report
 
 

@@ -31,7 +31,8 @@ STUDY = StudyDeclaration(
     quick={
         "maxmargin": {"n_seqs": 32, "iters": 300, "analyze_steps": (0, 64, 300)},
         "mechanics": {"ape_seeds": 1, "dyn_eval": 64},
-        "transformer": {"d": 64, "run": {"seeds": 1}},
+        # its steps outweigh its compilation even here: XLA's defaults
+        "transformer": {"d": 64, "run": {"seeds": 1, "fast_compile": False}},
     },
     # the reference 8000 steps at d = 192 are for accelerators
     on_cpu={"transformer": {"d": 64, "run": {"steps": 1000, "batch": 64, "eval_sequences": 256}}},

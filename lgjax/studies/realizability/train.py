@@ -83,7 +83,8 @@ def program_grid(cfg: Config, tier: str, encoding: str) -> grid.Grid:
     t = TrainConfig(steps=cfg.run.steps, batch=cfg.run.batch, lr=cfg.lr, lmin=cfg.L0,
                     lmax=cfg.L0, seeds=tuple(range(cfg.run.seeds)), chunk=cfg.chunk,
                     ckpt_every=cfg.ckpt_every, seed_axis=cfg.seed_axis,
-                    random_positions=cfg.run.random_positions)
+                    random_positions=cfg.run.random_positions,
+                    fast_compile=cfg.run.fast_compile)
     return grid.Grid(tuple(R.task_config(n, cfg.vocab) for n in cfg.tasks), model, t,
                      layout=cfg.layout)
 

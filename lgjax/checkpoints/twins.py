@@ -1,0 +1,49 @@
+"""Finished runs of the same config under one --ckpt-root, trained once and read by every name.
+
+Studies name their runs (`prop1/K2`, `variants/a-rope-K2`, ...) and several name the very same
+training (same task, model, recipe and seeds). A config trains to the same states whatever its
+run is called (same program, keys from the seed ids alone), so a run whose directory is not
+started yet reuses a finished twin instead of training again: its results name the twin's
+directory. A twin is found by its config.json, written once as `cfg.to_json()`, byte for byte.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from lgjax.checkpoints.folders import step_folders
+from lgjax.checkpoints.rundir import CONFIG_FILE
+
+MAX_DEPTH = 6  # folders below --ckpt-root searched for run directories
+
+
+def is_started(run_dir: Path) -> bool:
+    """A config or a checkpoint is there: the run is this directory's, to resume or reload."""
+    return (run_dir / CONFIG_FILE).exists() or bool(step_folders(run_dir))
+
+
+def finished_twin(root: Path, cfg, own: Path) -> Path | None:
+    """A run directory under `root`, other than `own`, that holds exactly `cfg` and its final
+    step (the first found in name order); None when there is none."""
+    if not root.is_dir():
+        return None
+    text, own = cfg.to_json(), own.absolute()
+    for folder, subfolders, files in os.walk(root):
+        depth = len(Path(folder).relative_to(root).parts)
+        # run names are a few folders deep; hidden folders (a venv, .git) hold none
+        subfolders[:] = sorted(f for f in subfolders if not f.startswith(".")) \
+            if depth < MAX_DEPTH else []
+        if CONFIG_FILE not in files:
+            continue
+        subfolders.clear()  # a run directory holds steps, not runs
+        path = Path(folder).absolute()
+        if path == own or cfg.train.steps not in step_folders(path):
+            continue
+        try:
+            same = (path / CONFIG_FILE).read_text() == text
+        except (OSError, UnicodeDecodeError):
+            continue  # unreadable: not a twin (its own run says so when it is opened)
+        if same:
+            return path
+    return None

@@ -1,0 +1,47 @@
+"""A run whose config a finished run under the same --ckpt-root already trained is read from that
+run, not trained again (lgjax.checkpoints.twins), and measures the same."""
+
+import dataclasses
+import json
+
+from conftest import tiny
+
+from lgjax.checkpoints import driver, twins
+from lgjax.harness.cli import main
+
+TINY = ["--steps", "3", "--batch", "8", "--seeds", "2", "--eval-sequences", "16",
+        "--eval-lengths", "12,16", "--no-progress"]
+
+
+def test_finished_twin_is_found_only_for_the_same_finished_config(tmp_path):
+    rc = tiny(steps=4)
+    driver.train_run(rc, tmp_path / "a" / "x")
+    own = tmp_path / "b" / "y"
+    assert twins.finished_twin(tmp_path, rc, own) == (tmp_path / "a" / "x").absolute()
+    assert twins.finished_twin(tmp_path, rc, tmp_path / "a" / "x") is None  # itself
+    assert twins.finished_twin(tmp_path, dataclasses.replace(
+        rc, train=dataclasses.replace(rc.train, lr=2e-3)), own) is None  # another recipe
+    longer = dataclasses.replace(rc, train=dataclasses.replace(rc.train, steps=5))
+    assert twins.finished_twin(tmp_path, longer, own) is None
+    driver.train_run(longer, tmp_path / "c", resume=False)
+    (tmp_path / "c" / "5").rename(tmp_path / "c" / "aside")  # unfinished: not a twin
+    assert twins.finished_twin(tmp_path, longer, own) is None
+    assert not twins.is_started(own) and twins.is_started(tmp_path / "c")
+
+
+def test_a_study_reuses_another_study_s_finished_run_and_measures_the_same(tmp_path, capsys):
+    """linear's softmax run is prop1's K = 2 run (rope, fixed offset 2, same recipe)."""
+    ck, alone = tmp_path / "ck", tmp_path / "alone"
+    assert main(["prop1", *TINY, "--Ks", "2", "--out", str(tmp_path / "p"),
+                 "--ckpt-root", str(ck)]) == 0
+    capsys.readouterr()
+    assert main(["linear", *TINY, "--out", str(tmp_path / "l"), "--ckpt-root", str(ck)]) == 0
+    assert "linear/softmax: the same config as the finished run" in capsys.readouterr().err
+    shared = json.loads((tmp_path / "l" / "results.json").read_text())
+    assert shared["run_dirs"]["linear/softmax"] == str((ck / "prop1" / "K2").absolute())
+    assert not (ck / "linear" / "softmax").exists()  # nothing trained or written for it
+    assert (ck / "linear" / "linear").exists()  # the linear head has no twin: trained
+    assert main(["linear", *TINY, "--out", str(tmp_path / "l2"),
+                 "--ckpt-root", str(alone)]) == 0
+    own = json.loads((tmp_path / "l2" / "results.json").read_text())
+    assert own["softmax"] == shared["softmax"] and own["linear"] == shared["linear"]
