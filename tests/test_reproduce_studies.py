@@ -15,6 +15,7 @@ from lgjax.reproduce import command as reproduce
 from lgjax.studies import STUDIES
 from lgjax.studies.contract import reproduce as contract_plan
 from lgjax.studies.realizability import reproduce as realizability_plan
+from lgjax.studies.realizability.report import CORE_TASKS
 
 TASKS = ("prev", "skip-2", "skip-3", "skip-5", "copy", "reverse", "first", "pos-2", "pos-5",
          "induction")
@@ -110,6 +111,12 @@ def test_realizability_statistics_read_the_seven_tasks_and_ten_beside(realizabil
     assert v["t4.1L1H.rho [7 main-grid tasks]"].measured["ci"]["text"].startswith("[")
     fit = v["t5.min_norm [every cell x length]"]
     assert "175 (cell, L) rows" in fit.detail  # 5 PE x 7 tasks x 5 lengths
+    fitted = [c for c in realizability_results["realizability-report"]["cells"]
+              if c["tier"] == "1L1H" and c["train_acc"] > 0.8 and c["task"] in CORE_TASKS
+              and c["encoding"] in ("ape", "sinusoidal", "rope")]
+    assert 0 < len(fitted) < 175
+    fit = v["t5.min_norm [learnable cells of ape, sinusoidal, rope x lengths]"]
+    assert f"{len(fitted)} (cell, L) rows" in fit.detail  # NoPE and ALiBi left out
     assert v["text.separation [7 main-grid tasks]"].status in ("matches", "differs")
 
 
