@@ -3,6 +3,7 @@ run, not trained again (lgjax.checkpoints.twins), and measures the same."""
 
 import dataclasses
 import json
+import shutil
 
 from conftest import tiny
 
@@ -29,6 +30,19 @@ def test_finished_twin_is_found_only_for_the_same_finished_config(tmp_path):
     assert not twins.is_started(own) and twins.is_started(tmp_path / "c")
 
 
+def test_a_grid_program_is_never_read_through_a_twin(tmp_path):
+    from lgjax import grid
+    from lgjax.harness.study import RunOptions, own_or_twin
+
+    rc = tiny(steps=2)
+    g = grid.Grid((rc.task,), rc.model, rc.train)
+    grid.train_program(g, tmp_path / "a")
+    opts = RunOptions(ckpt_root=str(tmp_path))
+    assert twins.finished_twin(tmp_path, g, tmp_path / "b") == (tmp_path / "a").absolute()
+    # its study keeps its measurement in its own folder: a program trains under its name
+    assert own_or_twin("b", g, opts) == tmp_path / "b" and not (tmp_path / "b").exists()
+
+
 def test_a_study_reuses_another_study_s_finished_run_and_measures_the_same(tmp_path, capsys):
     """linear's softmax run is prop1's K = 2 run (rope, fixed offset 2, same recipe)."""
     ck, alone = tmp_path / "ck", tmp_path / "alone"
@@ -38,10 +52,18 @@ def test_a_study_reuses_another_study_s_finished_run_and_measures_the_same(tmp_p
     assert main(["linear", *TINY, "--out", str(tmp_path / "l"), "--ckpt-root", str(ck)]) == 0
     assert "linear/softmax: the same config as the finished run" in capsys.readouterr().err
     shared = json.loads((tmp_path / "l" / "results.json").read_text())
-    assert shared["run_dirs"]["linear/softmax"] == str((ck / "prop1" / "K2").absolute())
-    assert not (ck / "linear" / "softmax").exists()  # nothing trained or written for it
-    assert (ck / "linear" / "linear").exists()  # the linear head has no twin: trained
+    twin = (ck / "prop1" / "K2").absolute()
+    assert shared["run_dirs"]["linear/softmax"] == str(twin)
+    link = ck / "linear" / "softmax"  # the name links to the twin: nothing trained for it
+    assert link.is_symlink() and link.resolve() == twin.resolve()
+    assert (ck / "linear" / "linear").is_dir() and not (ck / "linear" / "linear").is_symlink()
     assert main(["linear", *TINY, "--out", str(tmp_path / "l2"),
                  "--ckpt-root", str(alone)]) == 0
     own = json.loads((tmp_path / "l2" / "results.json").read_text())
     assert own["softmax"] == shared["softmax"] and own["linear"] == shared["linear"]
+    # the twin gone, the link is dropped and the run trains itself, to the same numbers
+    shutil.rmtree(ck / "prop1")
+    assert main(["linear", *TINY, "--out", str(tmp_path / "l3"), "--ckpt-root", str(ck)]) == 0
+    assert link.is_dir() and not link.is_symlink()
+    again = json.loads((tmp_path / "l3" / "results.json").read_text())
+    assert again["softmax"] == shared["softmax"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -202,15 +203,21 @@ def preflight(module: ModuleType, cfg) -> dict[str, RunConfig | grid.Grid]:
 
 def own_or_twin(run: str, rc: RunConfig | grid.Grid, opts: RunOptions) -> Path:
     """The run's own directory, or a finished run of the same config (trained under another
-    name, by this study or another) when its own is not started: one training, read twice."""
+    name, by this study or another) when its own is not started: one training, read twice.
+    The run's name becomes a link to the twin, so whatever opens runs by name finds it. A
+    grid program is always its own (its study keeps its measurement in its folder)."""
     own = Path(opts.ckpt_root) / run
-    if twins.is_started(own):
+    if own.is_symlink() and not own.exists() and is_leader():
+        own.unlink()  # a link to a twin that is gone: this run trains itself
+    if isinstance(rc, grid.Grid) or twins.is_started(own):
         return own
     twin = twins.finished_twin(Path(opts.ckpt_root), rc, own)
     if twin is None:
         return own
     if is_leader():
-        print(f"lgjax: {run}: the same config as the finished run {twin}; reusing it",
+        own.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(os.path.relpath(twin, own.parent.absolute()), own)
+        print(f"lgjax: {run}: the same config as the finished run {twin}; {own} links to it",
               file=sys.stderr)
     return twin
 
