@@ -27,20 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lgjax import grid, train, transformer  # noqa: E402
 from lgjax.config import RunConfig  # noqa: E402
-from lgjax.harness.bench import matmul_peak  # noqa: E402
+from lgjax.harness.bench import best_chunk, matmul_peak  # noqa: E402
+from lgjax.harness.bench import time_grid_program as time_program  # noqa: E402
 from lgjax.studies.realizability import train as rt  # noqa: E402
-
-
-def best_chunk(runner, states, steps: int, repeats: int) -> tuple[float, float]:
-    """Least (wall, process CPU) seconds of `repeats` chunks: on a shared machine the CPU time
-    is what the work costs, the wall time what this run got."""
-    jax.block_until_ready(runner(states, jnp.int32(1)))  # compile and warm up
-    wall, cpu = float("inf"), float("inf")
-    for _ in range(repeats):
-        w0, c0 = time.perf_counter(), time.process_time()
-        jax.block_until_ready(runner(states, jnp.int32(steps)))
-        wall, cpu = min(wall, time.perf_counter() - w0), min(cpu, time.process_time() - c0)
-    return wall, cpu
 
 
 def matmul_peak_cpu(repeats: int = 5) -> float:
@@ -56,12 +45,6 @@ def matmul_peak_cpu(repeats: int = 5) -> float:
             jax.block_until_ready(square(a))
             best = max(best, 2 * n**3 / (time.process_time() - c0) / 1e9)
     return best
-
-
-def time_program(g: grid.Grid, layout: str, steps: int, repeats: int) -> tuple[float, float]:
-    T, S = g.shape
-    secs = best_chunk(grid.make_grid_runner(g, layout), grid.init_states(g), steps, repeats)
-    return tuple(1e3 * x / (steps * T * S) for x in secs)
 
 
 def time_loop(g: grid.Grid, steps: int, repeats: int, n_tasks: int) -> tuple[float, float]:

@@ -1,6 +1,7 @@
 """`lgjax bench`: seed-steps per second of the reference step, by seed strategy, and against
-training the seeds one after another and a PyTorch eager reference; the Table-1 workload end
-to end; the fp32 matmul rate of this machine. Prints one table and writes bench.json.
+training the seeds one after another and a PyTorch eager reference; the realizability grid's
+1L1H cell-step against the matmul peak; the Table-1 workload end to end, its fixed costs apart;
+the fp32 matmul rate of this machine. Prints one table and writes bench.json.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import os
 import platform
 import resource
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +22,6 @@ import jaxlib
 from lgjax import models, tasks, train, transformer
 from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.harness.ranges import option
-from lgjax.harness.study import RunOptions, run_study
 
 REPEATS = 3
 
@@ -106,14 +105,18 @@ def time_sequential(encoding: str, seeds: int, steps: int) -> dict:
             "ms_per_seed_step": 1e3 * total / (steps * seeds)}
 
 
-def time_torch(encoding: str, steps: int) -> dict | None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    try:
-        import torch_reference
-    except ImportError:
-        return None
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"  # a checkout's benchmarks/
+
+
+def time_torch(encoding: str, steps: int) -> dict | str:
+    """The PyTorch row, or why there is none."""
+    if not (BENCHMARKS / "torch_reference.py").is_file():
+        return f"{BENCHMARKS / 'torch_reference.py'} not found (run from a checkout of lgjax)"
+    sys.path.insert(0, str(BENCHMARKS))
+    import torch_reference
+
     if not torch_reference.available():
-        return None
+        return "torch is not installed (pip install '.[bench]')"
     ms = torch_reference.time_steps(encoding, steps=max(20, steps // 4),
                                     threads=os.cpu_count())
     return {"encoding": encoding, "seeds": 1, "strategy": "torch-eager", "ms_per_seed_step": ms,
@@ -148,15 +151,39 @@ def time_transformer(steps: int = 10) -> dict:
             "gflops": flop / step_s / 1e9, "compile_s": compile_s}
 
 
-def time_table1(out: Path) -> float:
-    from lgjax.studies.implicit_bias import multiseed
+def best_chunk(runner, states, steps: int, repeats: int) -> tuple[float, float]:
+    """Least (wall, process CPU) seconds of `repeats` chunks after a warm-up: on a shared
+    machine the CPU time is what the work costs, the wall time what this run got."""
+    jax.block_until_ready(runner(states, jnp.int32(1)))  # compile and warm up
+    wall, cpu = float("inf"), float("inf")
+    for _ in range(repeats):
+        w0, c0 = time.perf_counter(), time.process_time()
+        jax.block_until_ready(runner(states, jnp.int32(steps)))
+        wall, cpu = min(wall, time.perf_counter() - w0), min(cpu, time.process_time() - c0)
+    return wall, cpu
 
-    with tempfile.TemporaryDirectory() as tmp:
-        cfg = multiseed.Config(run=RunOptions(seeds=8, out=str(out / "table1"), ckpt_root=tmp,
-                                              progress=False))
-        t0 = time.perf_counter()
-        run_study(multiseed, cfg)
-        return time.perf_counter() - t0
+
+def time_grid_program(g, layout: str, steps: int, repeats: int) -> tuple[float, float]:
+    """(wall, CPU) ms per cell-step of one grid program (every task x seed of an encoding)."""
+    from lgjax import grid
+
+    T, S = g.shape
+    secs = best_chunk(grid.make_grid_runner(g, layout), grid.init_states(g), steps, repeats)
+    return tuple(1e3 * x / (steps * T * S) for x in secs)
+
+
+def time_grid(steps: int, peak: float, tier: str = "1L1H", encoding: str = "rope") -> dict:
+    """The realizability grid's program at the pinned recipe: ms per cell-step and the share of
+    the matmul peak measured in the same run (issue 23's figure of merit)."""
+    from lgjax.studies.realizability import train as rt
+
+    cfg = rt.Config()
+    g = rt.program_grid(cfg, tier, encoding)
+    flop = transformer.flops_per_step(g.model, g.train.batch, g.train.lmax, cfg.vocab, cfg.vocab)
+    wall, cpu = time_grid_program(g, "tasks", steps, REPEATS)
+    return {"tier": tier, "encoding": encoding, "cells": g.shape[0] * g.shape[1],
+            "gflop_per_cell_step": flop / 1e9, "ms_wall_per_cell_step": wall,
+            "ms_cpu_per_cell_step": cpu, "peak_fraction": flop / (wall * 1e-3) / 1e9 / peak}
 
 
 def format_table(rows: list[dict]) -> str:
@@ -190,9 +217,8 @@ def main(cfg: Config) -> dict:
             rows.append(time_sequential(enc, S, cfg.steps))
         if cfg.torch:
             row = time_torch(enc, cfg.steps)
-            if row is None:
-                print("PyTorch reference skipped: torch is not installed "
-                      "(pip install '.[bench]')")
+            if isinstance(row, str):
+                print(f"PyTorch reference skipped: {row}")
             else:
                 rows.append(row)
     print(format_table(rows))
@@ -224,10 +250,17 @@ def main(cfg: Config) -> dict:
           f"{tf['seconds_per_step'] * 1e3:.0f} ms/step, {tf['gflop_per_step']:.1f} GFLOP/step, "
           f"{tf['gflops']:.1f} GFLOP/s = {100 * tf['gflops'] / peak:.0f}% of the matmul peak "
           f"{peak:.1f} (compile {tf['compile_s']:.1f} s)")
+    gr = summary["grid"] = time_grid(max(5, cfg.steps // 20), peak)
+    print(f"realizability grid, {gr['tier']} {gr['encoding']} program ({gr['cells']} cells x "
+          f"seeds): {gr['ms_wall_per_cell_step']:.2f} ms wall per cell-step, "
+          f"{gr['gflop_per_cell_step']:.3f} GFLOP: {100 * gr['peak_fraction']:.0f}% of the "
+          f"matmul peak {peak:.1f}")
     if cfg.table1:
-        summary["table1_seconds"] = time_table1(out_dir)
-        print(f"Table-1 workload end to end (rope+ape, 8 seeds, 4000 steps, 7 lengths x 4096, "
-              f"checkpoints, compile included): {summary['table1_seconds']:.1f} s")
+        from lgjax.harness import fixed_costs
+
+        t1 = summary["table1"] = fixed_costs.measure()
+        summary["table1_seconds"] = t1["wall_s"]
+        print("\n".join(fixed_costs.format_lines(t1)))
     summary["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS {summary['peak_rss_mb']:.0f} MB; jax {jax.__version__}, jaxlib "
           f"{jaxlib.__version__}, {os.cpu_count()} CPU threads, backend {jax.default_backend()}")
