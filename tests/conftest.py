@@ -10,6 +10,10 @@ import os
 # defaults.
 TEST_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
 os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {TEST_XLA_FLAGS}".strip()
+# The CLI splits a CPU into one device per core (lgjax.runtime.split_cpu_into_devices); the
+# suite keeps one device, in-process and in the CLI's subprocesses alike, so a worker's device
+# count does not depend on which test ran JAX first (tests of the split set their own)
+os.environ["LGJAX_CPU_DEVICES"] = "1"
 
 import chex  # noqa: E402  (after XLA_FLAGS: jax reads them when its backend starts)
 import pytest  # noqa: E402

@@ -262,3 +262,22 @@ def test_bad_tiers_are_refused_before_any_work(tmp_path, capsys, study):
                  "--ckpt-root", str(tmp_path / "ck")]) == 2
     assert "--tiers" in capsys.readouterr().err
     assert not (tmp_path / "o").exists() and not (tmp_path / "ck").exists()
+
+
+@pytest.mark.parametrize("quick, devices, want", [(True, 0, 1), (False, 0, 0), (True, 2, 2),
+                                                  (False, 2, 2)])
+def test_quick_runs_on_one_device_unless_told(tmp_path, quick, devices, want):
+    """--quick's compile-bound runs stay on one device by default; every plan takes it."""
+    cfg = reproduce.Config(study="implicit-bias", quick=quick, devices=devices,
+                           out=str(tmp_path / "out"), ckpt_root=str(tmp_path / "ck"))
+    assert reproduce.run_devices(cfg) == want
+    _, exp = reproduce.experiment_config("multiseed", cfg, tmp_path / "ck")
+    assert exp.run.devices == want
+    for study, plan in (("contract", contract_plan), ("realizability", realizability_plan)):
+        c = dataclasses.replace(cfg, study=study)
+        runs = [s.config.run for s in plan.steps(c, tmp_path / "ck", reproduce.QUICK_RUN)
+                if hasattr(s.config, "run")]
+        assert runs
+        # the realizability grid takes at most one device from --devices (0: all)
+        assert all(r.devices == (min(want, 1) if study == "realizability" else want)
+                   for r in runs)

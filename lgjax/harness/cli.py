@@ -155,9 +155,14 @@ def main(argv: list[str] | None = None) -> int:
                 module.Config)):
             argv, rest = split_rest(argv)
         args = parser.parse_args(argv)
-        from lgjax.runtime import enable_compile_cache, maybe_initialize_distributed
+        from lgjax.runtime import (
+            enable_compile_cache,
+            maybe_initialize_distributed,
+            split_cpu_into_devices,
+        )
 
         cfg = build_config(module, args, rest)
+        split_cpu_into_devices()
         maybe_initialize_distributed()
         enable_compile_cache()
         if hasattr(module, "main"):

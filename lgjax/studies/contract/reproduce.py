@@ -20,7 +20,7 @@ QUICK = {"train": {"probe_sequences": 64, "extend": (64,), "shifts": (4,)}}
 
 
 def steps(cfg, root: Path, quick_run) -> list:
-    from lgjax.reproduce.command import Step
+    from lgjax.reproduce.command import Step, run_devices
 
     out = Path(cfg.out)
     plan = []
@@ -30,7 +30,8 @@ def steps(cfg, root: Path, quick_run) -> list:
             L.Config(), train=train, test=test, shift=shift, out=str(sub)), sub))
     matrix = out / "contract-train"
     run = dataclasses.replace(quick_run if cfg.quick else T.Config().run, out=str(matrix),
-                              ckpt_root=str(root), progress=cfg.progress, devices=cfg.devices)
+                              ckpt_root=str(root), progress=cfg.progress,
+                              devices=run_devices(cfg))
     over = QUICK["train"] if cfg.quick else {}
     plan.append(Step("contract-train", "", T, dataclasses.replace(T.Config(), run=run, **over),
                      matrix))

@@ -56,7 +56,7 @@ def _replace(config, over: dict):
 
 
 def steps(cfg, root: Path, quick_run) -> list:
-    from lgjax.reproduce.command import Step
+    from lgjax.reproduce.command import Step, run_devices
 
     out, chosen = Path(cfg.out), tiers(cfg)
     quick = QUICK if cfg.quick else {}
@@ -64,7 +64,7 @@ def steps(cfg, root: Path, quick_run) -> list:
     def grid(name: str, sub: Path, **over):
         run = quick_run if cfg.quick else T.Config().run
         run = dataclasses.replace(run, out=str(sub), ckpt_root=str(root),
-                                  progress=cfg.progress, devices=min(cfg.devices, 1))
+                                  progress=cfg.progress, devices=min(run_devices(cfg), 1))
         c = _replace(dataclasses.replace(T.Config(), run=run), quick.get("train", {}))
         return dataclasses.replace(c, name=name, **over)  # the step's own settings last
 
