@@ -91,7 +91,11 @@ def check(grid: Grid, eval_lengths: tuple[int, ...] = (), devices: int | None = 
 
 
 def cell_mesh(grid: Grid, devices: int | None = None):
-    """The job's mesh over the cell axis (T x S cells split like seeds; None: one device)."""
+    """The job's mesh over the cell axis (T x S cells split like seeds; None: one device).
+    Left to choose (devices None) in one process, the tasks layout takes the most devices that
+    keep tasks whole (a CPU has one device per core by default, and its count need not)."""
+    if devices is None and grid.layout == "tasks" and jax.process_count() == 1:
+        return seed_mesh(grid.shape[0])
     return seed_mesh(math.prod(grid.shape), devices)
 
 

@@ -54,6 +54,13 @@ FOUR_DEVICES = textwrap.dedent("""
         raise SystemExit("a tasks layout over blocks that split a task was accepted")
     except grid.ConfigError as err:
         assert "--layout" in str(err)
+    # left to choose, the tasks layout keeps tasks whole: 2 tasks x 3 seeds on 2 of the 4
+    # devices (blocks of one task), where 6 cells alone would take 3 (blocks of 2 cells)
+    g23 = dataclasses.replace(g, layout="tasks", train=dataclasses.replace(g.train,
+                                                                        seeds=(0, 1, 2)))
+    grid.check(g23)
+    assert grid.cell_mesh(g23).size == 2
+    assert grid.cell_mesh(dataclasses.replace(g23, layout="serial")).size == 3
     print("OK")
 """)
 
