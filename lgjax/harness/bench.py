@@ -180,8 +180,9 @@ def time_grid(steps: int, peak: float, tier: str = "1L1H", encoding: str = "rope
     cfg = rt.Config()
     g = rt.program_grid(cfg, tier, encoding)
     flop = transformer.flops_per_step(g.model, g.train.batch, g.train.lmax, cfg.vocab, cfg.vocab)
-    wall, cpu = time_grid_program(g, "tasks", steps, REPEATS)
-    return {"tier": tier, "encoding": encoding, "cells": g.shape[0] * g.shape[1],
+    wall, cpu = time_grid_program(g, g.layout, steps, REPEATS)  # the study's own layout
+    return {"tier": tier, "encoding": encoding, "layout": g.layout,
+            "cells": g.shape[0] * g.shape[1],
             "gflop_per_cell_step": flop / 1e9, "ms_wall_per_cell_step": wall,
             "ms_cpu_per_cell_step": cpu, "peak_fraction": flop / (wall * 1e-3) / 1e9 / peak}
 
@@ -251,8 +252,9 @@ def main(cfg: Config) -> dict:
           f"{tf['gflops']:.1f} GFLOP/s = {100 * tf['gflops'] / peak:.0f}% of the matmul peak "
           f"{peak:.1f} (compile {tf['compile_s']:.1f} s)")
     gr = summary["grid"] = time_grid(max(5, cfg.steps // 20), peak)
-    print(f"realizability grid, {gr['tier']} {gr['encoding']} program ({gr['cells']} cells x "
-          f"seeds): {gr['ms_wall_per_cell_step']:.2f} ms wall per cell-step, "
+    print(f"realizability grid, {gr['tier']} {gr['encoding']} program ({gr['cells']} cells, "
+          f"{gr['layout']} layout, {jax.local_device_count()} device(s)): "
+          f"{gr['ms_wall_per_cell_step']:.2f} ms wall per cell-step, "
           f"{gr['gflop_per_cell_step']:.3f} GFLOP: {100 * gr['peak_fraction']:.0f}% of the "
           f"matmul peak {peak:.1f}")
     if cfg.table1:
