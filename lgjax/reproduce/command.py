@@ -72,7 +72,8 @@ def run_devices(cfg: Config) -> int:
     one device. Quick runs are compile-bound and tiny, and a program split over devices
     compiles slower than it then runs faster: `reproduce implicit-bias --quick` from an empty
     compilation cache took 154 s on one device and 189 s split over the two CPU devices of a
-    2-core machine (2026-12-02)."""
+    2-core machine (2026-12-02; that machine's spread at this size is large: an hour later 204 s
+    with one CPU device, 194 s with two and the quick runs on one)."""
     return cfg.devices or (1 if cfg.quick else 0)
 
 
