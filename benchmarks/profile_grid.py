@@ -29,11 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-from lgjax import grid  # noqa: E402
+from lgjax import grid, transformer  # noqa: E402
 from lgjax.harness.bench import matmul_peak  # noqa: E402
 from lgjax.studies.realizability import train as rt  # noqa: E402
-
-GFLOP_PER_CELL_STEP = {"1L1H": 0.403}  # benchmarks/bench_grid.py's count (XLA cost analysis)
 
 
 def op_classes(hlo: str) -> dict[str, str]:
@@ -60,6 +58,8 @@ def op_classes(hlo: str) -> dict[str, str]:
 def main(encoding: str, steps: int) -> None:
     cfg = rt.Config()
     g = rt.program_grid(cfg, "1L1H", encoding)
+    gflop = transformer.flops_per_step(g.model, g.train.batch, g.train.lmax, cfg.vocab,
+                                       cfg.vocab) / 1e9  # per cell-step, as bench_grid counts
     runner, states = grid.make_grid_runner(g, "tasks"), grid.init_states(g)
     jax.block_until_ready(runner(states, jnp.int32(1)))
     cells = len(g.tasks) * len(g.train.seeds)
@@ -86,15 +86,15 @@ def main(encoding: str, steps: int) -> None:
             us[classes[e["name"]]] += e["dur"]
     peak = max(matmul_peak().values())
     print(f"1L1H {encoding}: {ms:.2f} ms per cell-step without the profiler "
-          f"({GFLOP_PER_CELL_STEP['1L1H'] / ms * 1e3:.0f} GFLOP/s, "
-          f"{100 * GFLOP_PER_CELL_STEP['1L1H'] / ms * 1e3 / peak:.0f}% of the {peak:.0f} "
+          f"({gflop / ms * 1e3:.0f} GFLOP/s, "
+          f"{100 * gflop / ms * 1e3 / peak:.0f}% of the {peak:.0f} "
           f"GFLOP/s matmul peak measured now); executed under the profiler: "
           f"{total / 1e3:.0f} ms")
     for name, t in us.most_common():
         print(f"  {name:36s} {t / 1e3:8.1f} ms  {100 * t / total:5.1f}%")
     mm = us["matmul fusions"] / 1e6 / (steps * cells)  # seconds per cell-step
-    print(f"matmul fusions: {GFLOP_PER_CELL_STEP['1L1H'] / mm:.0f} GFLOP/s "
-          f"({100 * GFLOP_PER_CELL_STEP['1L1H'] / mm / peak:.0f}% of the peak), counting every "
+    print(f"matmul fusions: {gflop / mm:.0f} GFLOP/s "
+          f"({100 * gflop / mm / peak:.0f}% of the peak), counting every "
           "FLOP of the step as theirs")
 
 

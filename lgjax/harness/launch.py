@@ -53,11 +53,11 @@ def free_port() -> int:
 
 
 def process_env(cfg: Config, index: int, port: int) -> dict[str, str]:
-    flags = [f for f in os.environ.get("XLA_FLAGS", "").split()
-             if not f.startswith("--xla_force_host_platform_device_count")]
+    from lgjax.runtime import FORCE_COUNT  # (jax with it: not at import, `--help` stays fast)
+
+    flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith(FORCE_COUNT)]
     return {**os.environ, "LGJAX_DISTRIBUTED": "1", "JAX_PLATFORMS": "cpu",
-            "XLA_FLAGS": " ".join([*flags, "--xla_force_host_platform_device_count="
-                                   f"{cfg.devices_per_process}"]),
+            "XLA_FLAGS": " ".join([*flags, f"{FORCE_COUNT}={cfg.devices_per_process}"]),
             "JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}",
             "JAX_NUM_PROCESSES": str(cfg.processes), "JAX_PROCESS_ID": str(index)}
 
