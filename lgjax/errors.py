@@ -30,7 +30,15 @@ def require(cond: bool, field_name: str, message: str) -> None:
         raise ConfigError(f"{field_name}: {message}")
 
 
-EXPECTED = (ConfigError, CheckpointError, TrainingDiverged, OSError)
+class Relayed(Exception):
+    """An expected failure of another process (a `reproduce --jobs` worker), already one line."""
+
+    def __init__(self, line: str, exit_code: int = 2):
+        super().__init__(line)
+        self.exit_code = exit_code
+
+
+EXPECTED = (ConfigError, CheckpointError, TrainingDiverged, OSError, Relayed)
 
 PREFIX = {ConfigError: "configuration error", CheckpointError: "checkpoint error",
           TrainingDiverged: "training diverged"}
@@ -41,6 +49,8 @@ def one_line(err: BaseException) -> str:
     if isinstance(err, OSError):
         where = f" {err.filename}" if err.filename else ""
         return f"cannot use{where}: {err.strerror or err}; check the path and its permissions"
+    if isinstance(err, Relayed):
+        return str(err)
     kind = next((p for cls, p in PREFIX.items() if isinstance(err, cls)), type(err).__name__)
     text = str(err).strip().splitlines()
     return f"{kind}: {text[0] if text else type(err).__name__}"

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from lgjax.checkpoints.folders import step_folders
+from lgjax.checkpoints.lock import RunDirLocked, check_unlocked
 from lgjax.checkpoints.rundir import CONFIG_FILE
 
 MAX_DEPTH = 6  # folders below --ckpt-root searched for run directories
@@ -23,9 +24,20 @@ def is_started(run_dir: Path) -> bool:
     return (run_dir / CONFIG_FILE).exists() or bool(step_folders(run_dir))
 
 
+def is_being_written(run_dir: Path) -> bool:
+    """A live process holds the directory's lock (it may still be closing the run: another
+    process, e.g. a `reproduce --jobs` worker, cannot open it yet)."""
+    try:
+        check_unlocked(run_dir)
+    except RunDirLocked:
+        return True
+    return False
+
+
 def finished_twin(root: Path, cfg, own: Path) -> Path | None:
     """A run directory under `root`, other than `own`, that holds exactly `cfg` and its final
-    step (the first found in name order); None when there is none."""
+    step and that no live process is writing (the first found in name order); None when there
+    is none."""
     if not root.is_dir():
         return None
     text, own = cfg.to_json(), own.absolute()
@@ -44,6 +56,6 @@ def finished_twin(root: Path, cfg, own: Path) -> Path | None:
             same = (path / CONFIG_FILE).read_text() == text
         except (OSError, UnicodeDecodeError):
             continue  # unreadable: not a twin (its own run says so when it is opened)
-        if same:
+        if same and not is_being_written(path):
             return path
     return None

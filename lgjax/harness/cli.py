@@ -174,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
 
             run_study(module, cfg)
     except Exception as err:  # noqa: BLE001 -- only the expected kinds become one line
-        failure = (one_line(err), 2) if isinstance(err, EXPECTED) else runtime_failure(err)
+        failure = ((one_line(err), getattr(err, "exit_code", 2)) if isinstance(err, EXPECTED)
+                   else runtime_failure(err))
         if debug or failure is None:
             raise
         print(f"lgjax {command}: {failure[0]}".replace("lgjax : ", "lgjax: "), file=sys.stderr)

@@ -25,5 +25,8 @@ class StudyDeclaration:
     readers: str = ""  # the module with the claim readers (REGISTRY and EXPECTATIONS)
     quick: dict = field(default_factory=dict)  # experiment -> overrides of the --quick pass
     on_cpu: dict = field(default_factory=dict)  # experiment -> overrides at full scale on a CPU
+    # experiments started first when `lgjax reproduce --jobs` runs steps at once (the longest,
+    # so that the last to finish is short)
+    longest_first: tuple[str, ...] = ()
     plan: str = ""  # a module whose steps(cfg, ckpt_root, quick_run) lists what `lgjax
     # reproduce` runs ("": each experiment once, at its Config with the overrides above)

@@ -8,7 +8,9 @@ data (<study package>/<study>.json); the study's readers map each id to a measur
 A study may declare a plan (its package's `reproduce.steps`): several runs of one command (e.g.
 contract-lab at three settings, read as results[experiment][key]) and report commands (`main`).
 `lgjax reproduce all` runs every study into <out>/<study> and writes one report over them.
-Command: lgjax reproduce implicit-bias --quick      (~3-5 min here)
+`--jobs N` runs N steps at once, each in a worker process (lgjax.reproduce.jobs); at --quick on
+a CPU that is one per core by default.
+Command: lgjax reproduce implicit-bias --quick      (~2 min here)
          lgjax reproduce implicit-bias              (published scale, transformer reduced on CPU)
          lgjax reproduce realizability [--tiers all] (1L1H + sweeps on a CPU; resumable)
          lgjax reproduce contract | all [--quick]
@@ -19,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -29,7 +32,7 @@ import jax
 from lgjax.config import ConfigError
 from lgjax.harness.outputs import check_writable
 from lgjax.harness.study import RunOptions, run_study
-from lgjax.reproduce import claims
+from lgjax.reproduce import claims, jobs
 from lgjax.reproduce import report as reproduce_report
 from lgjax.studies import STUDIES
 
@@ -52,6 +55,8 @@ class Config:
     progress: bool = True  # progress bars
     devices: int = 0  # devices the seed axis is split over (0: all that divide the seed count;
     # at --quick, one)
+    jobs: int = 0  # steps run at once, each in a worker process (0: one per core at --quick
+    # on a CPU, else 1)
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,21 @@ def run_devices(cfg: Config) -> int:
     2-core machine (2026-12-02; that machine's spread at this size is large: an hour later 204 s
     with one CPU device, 194 s with two and the quick runs on one)."""
     return cfg.devices or (1 if cfg.quick else 0)
+
+
+def run_jobs(cfg: Config) -> int:
+    """--jobs, where 0 means one per core at --quick on a CPU (a quick step keeps about one
+    core busy: lgjax.reproduce.jobs) and one otherwise (a published-scale run already splits
+    over every core, and an accelerator belongs to one process)."""
+    distributed = os.environ.get("LGJAX_DISTRIBUTED") == "1"
+    if cfg.jobs > 1 and (distributed or jax.default_backend() != "cpu"):
+        where = "a job of several processes" if distributed else jax.default_backend()
+        raise ConfigError(f"--jobs: steps in worker processes are for one process on a CPU, "
+                          f"not {where}; give --jobs 1")
+    if cfg.jobs:
+        return cfg.jobs
+    on_cpu = not distributed and jax.default_backend() == "cpu"
+    return len(os.sched_getaffinity(0)) if cfg.quick and on_cpu else 1
 
 
 def experiment_config(name: str, cfg: Config, ckpt_root: Path):
@@ -141,14 +161,22 @@ def reproduce(cfg: Config) -> dict:
     check_writable(Path(cfg.out), "--out")
     names = [n for n in experiments if not cfg.only or n in cfg.only]
     every = plan(dataclasses.replace(cfg, only=()), root, list(experiments))
-    planned = plan(cfg, root, names)
-    walls = {}
-    for step in planned:
-        label = step.experiment + (f" {step.key}" if step.key else "")
-        print(f"== {cfg.study}: {label}", file=sys.stderr)
-        t0 = time.perf_counter()
-        run_step(step)
-        walls[label] = time.perf_counter() - t0
+    n_jobs = run_jobs(cfg)
+    planned = plan(dataclasses.replace(cfg, progress=cfg.progress and n_jobs == 1), root, names)
+    n_jobs = min(n_jobs, len(planned)) or 1
+    t_start = time.perf_counter()
+    if n_jobs > 1:
+        walls = jobs.run(planned, n_jobs, Path(cfg.out) / "logs", cfg.study,
+                         STUDIES[cfg.study].longest_first)
+    else:
+        walls = {}
+        for step in planned:
+            label = jobs.label_of(step)
+            print(f"== {cfg.study}: {label}", file=sys.stderr)
+            t0 = time.perf_counter()
+            run_step(step)
+            walls[label] = time.perf_counter() - t0
+    elapsed = time.perf_counter() - t_start
     results = load_results(every, experiments)
     verdicts = claims.check(claim_set, results)
     reduced = cfg.quick or any(r.get("reduced") for r in results.values())
@@ -157,8 +185,10 @@ def reproduce(cfg: Config) -> dict:
                                          cfg.out, reduced, cfg.study)
     print(text)
     print("wall seconds per experiment: " + ", ".join(f"{n} {s:.0f}" for n, s in walls.items())
-          + f"; total {sum(walls.values()):.0f}")
-    return {"verdicts": verdicts, "wall_seconds": walls, "reduced": reduced}
+          + f"; total {sum(walls.values()):.0f}"
+          + (f"; {elapsed:.0f} elapsed with {n_jobs} jobs" if n_jobs > 1 else ""))
+    return {"verdicts": verdicts, "wall_seconds": walls, "reduced": reduced,
+            "elapsed_seconds": elapsed, "jobs": n_jobs}
 
 
 def main(cfg: Config) -> dict:

@@ -17,6 +17,7 @@ STUDY = StudyDeclaration(
         "contract-report": Command(_ + "report", "contract matrix report, verdicts"),
     },
     experiments=("contract-lab", "contract-train", "contract-report"),
+    longest_first=("contract-train",),  # the matrix; the lab takes seconds
     claims="contract.json",
     readers=_ + "claims",
     plan=_ + "reproduce",

@@ -1,0 +1,132 @@
+"""`lgjax reproduce --jobs N`: steps in worker processes give what one process gives, never two
+steps in one run directory at once, reports after what they read, a worker's failure as one
+line."""
+
+import json
+import os
+
+import pytest
+
+from lgjax.checkpoints import twins
+from lgjax.checkpoints.lock import RunDirLock
+from lgjax.config import ConfigError
+from lgjax.harness.cli import main
+from lgjax.harness.study import RunOptions
+from lgjax.reproduce import command as reproduce
+from lgjax.reproduce.jobs import Claim, next_step, ranks
+
+
+def claim(dirs=(), configs=(), barrier=False) -> Claim:
+    return Claim(frozenset(dirs), frozenset(configs), barrier)
+
+
+def test_a_shared_run_directory_waits_and_a_shared_config_is_taken_last():
+    claims = [claim({"a"}, {"A"}), claim({"a"}, {"X"}), claim({"b"}, {"A"}), claim({"c"}, {"C"})]
+    rank = [0, 1, 2, 3]
+    # step 0 runs: 1 shares its folder (never), 2 its config (only if nothing else), 3 nothing
+    assert next_step([1, 2, 3], [0], claims, rank) == 3
+    assert next_step([1, 2], [0], claims, rank) == 2
+    assert next_step([1], [0], claims, rank) is None
+    assert next_step([1, 2, 3], [], claims, rank) == 1
+
+
+def test_a_report_waits_for_every_step_before_it_and_holds_back_the_rest():
+    claims = [claim({"a"}), claim(barrier=True), claim({"c"})]
+    assert next_step([1, 2], [0], claims, [0, 1, 2]) is None  # the report waits for step 0
+    assert next_step([1, 2], [], claims, [0, 1, 2]) == 1
+    assert next_step([2], [1], claims, [0, 1, 2]) is None  # nothing beside the report
+    # a step after the report never starts before it, however it ranks
+    assert next_step([1, 2], [0], claims, [1, 2, 0]) is None
+
+
+def test_the_longest_start_first_then_plan_order():
+    class Step:
+        def __init__(self, experiment, part_of=""):
+            self.experiment, self.part_of = experiment, part_of
+
+    steps = [Step(n) for n in ("multiseed", "shift", "variants", "mechanics")]
+    assert ranks(steps, ("mechanics", "variants")) == [2, 3, 1, 0]
+    # a step goes by its own name, not by the experiment it serves
+    grids = [Step("train-scale", "train"), Step("train"), Step("train-L0", "train")]
+    assert ranks(grids, ("train",)) == [1, 0, 2]
+    assert ranks(grids, ("train", "train-L0")) == [2, 0, 1]
+    claims = [claim({n}) for n in "abcd"]
+    assert next_step([0, 1, 2, 3], [], claims, ranks(steps, ("mechanics", "variants"))) == 3
+
+
+@pytest.fixture
+def tiny_quick(monkeypatch):
+    monkeypatch.setattr(reproduce, "QUICK_RUN", RunOptions(seeds=1, steps=3, batch=8,
+                                                           eval_sequences=16))
+
+
+def numbers(results: dict) -> dict:
+    """What a results file measured: its paths, timings and options left out."""
+    drop = {"run_dirs", "train_seconds", "measure_seconds", "wall_seconds", "config"}
+    return {k: v for k, v in results.items() if k not in drop}
+
+
+def test_two_jobs_measure_what_one_process_measures(tmp_path, tiny_quick, capsys):
+    only = "multiseed,shift,prop1"
+    for jobs in ("1", "2"):
+        assert main(["reproduce", "implicit-bias", "--quick", "--only", only, "--jobs", jobs,
+                     "--out", str(tmp_path / f"out{jobs}"), "--ckpt-root",
+                     str(tmp_path / f"ck{jobs}"), "--no-progress"]) == 0
+    text = capsys.readouterr()
+    assert "elapsed with 2 jobs" in text.out and "(started)" in text.err
+    for name in only.split(","):
+        one, two = (json.loads((tmp_path / f"out{j}" / name / "results.json").read_text())
+                    for j in "12")
+        assert numbers(one) == numbers(two), name
+    assert (tmp_path / "out2" / "logs" / "multiseed.out").read_text()  # the step's own table
+    report = [json.loads((tmp_path / f"out{j}" / "report.json").read_text())["verdicts"]
+              for j in "12"]
+    assert [v["status"] for v in report[0]] == [v["status"] for v in report[1]]
+
+
+def test_a_workers_failure_is_one_line_and_exit_code_2(tmp_path, tiny_quick, capsys):
+    held = tmp_path / "ck" / "quick" / "prop1" / "K3"
+    held.mkdir(parents=True)
+    lock = RunDirLock(held)
+    lock.acquire()  # a live process (this one) writes a run the plan needs
+    try:
+        code = main(["reproduce", "implicit-bias", "--quick", "--only", "multiseed,prop1",
+                     "--jobs", "2", "--out", str(tmp_path / "out"), "--ckpt-root",
+                     str(tmp_path / "ck"), "--no-progress"])
+    finally:
+        lock.release()
+    err = capsys.readouterr().err
+    assert code == 2
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("lgjax reproduce: configuration error: run directory") and \
+        str(held) in last and "locked by" in last
+    assert "Traceback" not in err
+    assert not (tmp_path / "out" / "report.json").exists()  # no report over a failed step
+
+
+def test_a_twin_that_a_live_process_holds_is_not_taken(tmp_path):
+    from lgjax.checkpoints.rundir import CONFIG_FILE
+    from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
+
+    rc = RunConfig(TaskConfig(), ModelConfig("rope"), TrainConfig(steps=3, seeds=(0,)))
+    twin = tmp_path / "a"
+    (twin / "3").mkdir(parents=True)
+    (twin / CONFIG_FILE).write_text(rc.to_json())
+    assert twins.finished_twin(tmp_path, rc, tmp_path / "b") == twin.absolute()
+    lock = RunDirLock(twin)
+    lock.acquire()
+    try:
+        assert twins.finished_twin(tmp_path, rc, tmp_path / "b") is None
+    finally:
+        lock.release()
+
+
+def test_jobs_default_to_one_per_core_only_at_quick_on_a_cpu(monkeypatch):
+    cores = len(os.sched_getaffinity(0))
+    assert reproduce.run_jobs(reproduce.Config(quick=True)) == cores
+    assert reproduce.run_jobs(reproduce.Config()) == 1
+    assert reproduce.run_jobs(reproduce.Config(jobs=3)) == 3
+    monkeypatch.setenv("LGJAX_DISTRIBUTED", "1")
+    assert reproduce.run_jobs(reproduce.Config(quick=True)) == 1
+    with pytest.raises(ConfigError, match="--jobs"):
+        reproduce.run_jobs(reproduce.Config(jobs=2))
