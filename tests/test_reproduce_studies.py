@@ -237,8 +237,9 @@ def tiny(monkeypatch):
 
 def test_reproduce_all_quick_end_to_end(tmp_path, tiny, capsys):
     out = tmp_path / "rep"
+    # one process (CI's cores are busy with other tests; test_reproduce_jobs runs workers)
     assert main(["reproduce", "all", "--quick", "--out", str(out), "--ckpt-root",
-                 str(tmp_path / "ck"), "--no-progress"]) == 0
+                 str(tmp_path / "ck"), "--no-progress", "--jobs", "1"]) == 0
     text = capsys.readouterr().out
     assert "every study:" in text and "realizability:" in text and "contract:" in text
     combined = json.loads((out / "report.json").read_text())

@@ -31,9 +31,10 @@ import jax
 
 from lgjax.config import ConfigError
 from lgjax.harness.outputs import check_writable
-from lgjax.harness.study import RunOptions, run_study
+from lgjax.harness.study import RunOptions
 from lgjax.reproduce import claims, jobs
 from lgjax.reproduce import report as reproduce_report
+from lgjax.reproduce.jobs import run_step
 from lgjax.studies import STUDIES
 
 # quick runs are short: at XLA's defaults their programs take longer to compile than to run
@@ -119,13 +120,6 @@ def plan(cfg: Config, root: Path, names: list[str]) -> list[Step]:
         steps = importlib.import_module(study.plan).steps(cfg, root, QUICK_RUN)
         return [s for s in steps if (s.part_of or s.experiment) in names]
     return [Step(n, "", *experiment_config(n, cfg, root), Path(cfg.out) / n) for n in names]
-
-
-def run_step(step: Step) -> None:
-    if hasattr(step.module, "runs"):  # a study command (lgjax.harness.study hooks)
-        run_study(step.module, step.config)
-    else:
-        step.module.main(step.config)
 
 
 def load_results(steps: list[Step], experiments) -> dict[str, dict]:

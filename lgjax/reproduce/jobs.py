@@ -87,6 +87,16 @@ def ranks(steps: list, first: tuple[str, ...]) -> list[int]:
     return [order.index(i) for i in range(len(steps))]
 
 
+def run_step(step) -> None:
+    """One step, in this process."""
+    if hasattr(step.module, "runs"):  # a study command (lgjax.harness.study hooks)
+        from lgjax.harness.study import run_study
+
+        run_study(step.module, step.config)
+    else:
+        step.module.main(step.config)
+
+
 def label_of(step) -> str:
     return step.experiment + (f" {step.key}" if step.key else "")
 
@@ -168,8 +178,6 @@ def _setup(plugin_modules: list[str], cache: str | None) -> None:
 
 def _run_step(step, out_path: str, err_path: str) -> tuple:
     """In a worker: ("ok", seconds), ("expected", line, exit code) or ("crash", line)."""
-    from lgjax.reproduce.command import run_step
-
     step = dataclasses.replace(step, module=importlib.import_module(step.module))
     t0 = time.perf_counter()
     with open(out_path, "w") as out, open(err_path, "w") as err, _redirected(out, err):
