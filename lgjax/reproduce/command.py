@@ -44,8 +44,8 @@ ALL = "all"  # `lgjax reproduce all`: every study with claims, one report
 
 @dataclass(frozen=True)
 class Config:
-    study: str = field(default="implicit-bias", metadata={"positional": True})  # whose claims
-    # (or "all")
+    study: str = field(default="implicit-bias",
+                       metadata={"positional": True})  # whose claims ("all": every study's)
     quick: bool = False  # every experiment at a small scale (minutes); the report says reduced
     fresh: bool = False  # train everything again (in a new folder) instead of reusing runs
     only: tuple[str, ...] = ()  # run only these experiments (the others' claims: not run)
@@ -54,10 +54,8 @@ class Config:
     out: str = "results/reproduce"  # report.md/.html/.json and one folder per experiment
     ckpt_root: str = "checkpoints"  # run directories (finished ones are reused)
     progress: bool = True  # progress bars
-    devices: int = 0  # devices the seed axis is split over (0: all that divide the seed count;
-    # at --quick, one)
-    jobs: int = 0  # steps run at once, each in a worker process (0: one per core at --quick
-    # on a CPU, else 1)
+    devices: int = 0  # devices of the seed axis (0: all that divide the seed count; --quick: 1)
+    jobs: int = 0  # steps at once, each in a worker (0: one per core at --quick on a CPU, else 1)
 
 
 @dataclass(frozen=True)
