@@ -50,7 +50,7 @@ def eval_one_length(params, key_data, length, cfg: RunConfig, n_seqs: int, Lpad:
 @functools.lru_cache(maxsize=32)
 def _evaluator(cfg: RunConfig, n_seqs: int, Lpad: int, devices: int | None, new_from: int):
     """One compiled program per (config, sizes): reused for every checkpoint and length."""
-    apply = models.make_apply(cfg)
+    apply = models.make_apply(cfg, forward_only=True)
     one = lambda params, key_data, length: eval_one_length(params, key_data, length, cfg,
                                                             n_seqs, Lpad, apply, new_from)
     # lax.map: evaluation batches are large, so one seed at a time measured faster than vmap

@@ -80,11 +80,13 @@ def head_path(cfg: ModelConfig) -> str:
     return "general"
 
 
-def make_apply(run_cfg: RunConfig, path: str | None = None):
+def make_apply(run_cfg: RunConfig, path: str | None = None, forward_only: bool = False):
     """A batched apply(params, tokens [B, L], lengths [B]) -> (logits, attention).
 
     Per-step tables (projected vocabulary, offset tables) are built once per call and shared
-    by every sequence of the batch; the per-sequence part is vmapped.
+    by every sequence of the batch; the per-sequence part is vmapped. `forward_only`: the
+    caller takes no gradient (evaluation), so a fast form may use the form that is faster
+    without a backward pass (`fast.FORWARD_HEADS`).
     """
     cfg = run_cfg.model
     path = path or head_path(cfg)
@@ -93,7 +95,7 @@ def make_apply(run_cfg: RunConfig, path: str | None = None):
     if path == "general":
         return jax.vmap(lambda p, t, n: general_apply(p, t, n, cfg), in_axes=(None, 0, 0))
     kind = path.split(":", 1)[1]
-    return fast.FAST_HEADS[kind](cfg)
+    return (fast.FORWARD_HEADS if forward_only else fast.FAST_HEADS)[kind](cfg)
 
 
 def make_apply_at(run_cfg: RunConfig):

@@ -38,6 +38,19 @@ def test_fast_head_equals_general(encoding, heads, attention):
     chex.assert_trees_all_close(grad(None), grad("general"), atol=1e-4, rtol=1e-3)
 
 
+@pytest.mark.parametrize("encoding", ["ape", "sinusoidal", "rope"])
+def test_forward_only_form_equals_the_training_form(encoding):
+    """Evaluation's form (gathers for the additive kind): the attention bitwise the same (the
+    same two table entries added), the output logits to float rounding."""
+    cfg = tiny(encoding, heads=2)
+    p, b = _params(cfg), _batch(cfg, L=16)
+    logits, att = jax.jit(models.make_apply(cfg))(p, b.tokens, b.length)
+    logits_f, att_f = jax.jit(models.make_apply(cfg, forward_only=True))(p, b.tokens, b.length)
+    np.testing.assert_array_equal(np.asarray(att_f), np.asarray(att))
+    chex.assert_trees_all_close(logits_f, logits, atol=1e-5, rtol=1e-5)
+    assert float(jnp.abs(logits).max()) > 1e-2  # not trivially equal
+
+
 @pytest.mark.parametrize("path", [None, "general"])
 @pytest.mark.parametrize("encoding", ["rope", "ape", "t5"])
 def test_padding_never_receives_attention(encoding, path):
