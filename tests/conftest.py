@@ -161,7 +161,7 @@ LONG_FIRST = (
     "test_plugins.py::test_a_plugin_given_once_trains_everywhere",
     "test_profile.py::test_profiling_a_canonical_encoding_repeats_its_reference",
     "test_experiments.py::test_variants",
-    "test_reproduce.py::test_quick_reproduce_end_to_end",
+    "test_reproduce_jobs.py::test_two_jobs_measure_what_one_process_measures",
     "test_devices.py::test_sharded_over_four_devices",
     "test_transformer.py::test_transformer_experiment_end_to_end",
     "test_contract_matrix.py::test_rope_cell_gains_the_evaluation_time_extensions",

@@ -327,20 +327,7 @@ def test_ntk_needs_a_head_wider_than_two():
         validate(RunConfig(model=ModelConfig("rope_ntk", d=4, heads=2)))
 
 
-# ---- end to end: the head and the transformer ------------------------------------------------
-
-
-@pytest.mark.parametrize("encoding", NEW)
-def test_new_encoding_trains_through_the_head(encoding):
-    cfg = tiny(encoding, steps=12, seeds=(0,))
-    cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, lr=1e-2))
-    validate(cfg, eval_lengths=(16,))
-    runner = train.make_chunk_runner(cfg)
-    start = train.init_states(cfg)
-    _, loss0 = runner(start, jnp.int32(4))
-    states = train.train(cfg, runner=runner)
-    _, loss1 = runner(states, jnp.int32(4))
-    assert int(states.bad_step[0]) == -1 and float(loss1[0]) < float(loss0[0])
+# ---- end to end: the transformer (the head: tests/test_train.py::test_every_encoding_trains) -
 
 
 @pytest.mark.parametrize("encoding", ["rope_dynamic", "xpos", "kerple_power", "fire"])

@@ -128,7 +128,8 @@ def test_a_plugin_given_once_trains_everywhere_and_its_runs_reopen_without_it(
     lab = run("contract-lab", "--out", str(out / "lab"))
     assert any(line.startswith("power_bias") for line in lab.out.splitlines())
     run("contract-train", "--tasks", "offset_copy", "--schemes", "power_bias", "--seeds", "1",
-        "--steps", "4", "--eval-sequences", "8", "--probe-sequences", "8", "--ckpt-root",
+        "--steps", "4", "--eval-sequences", "8", "--probe-sequences", "8", "--d", "16",
+        "--heads", "2", "--layers", "1", "--extend", "40", "--shifts", "4", "--ckpt-root",
         str(ck), "--out", str(out / "ct"), "--no-progress")
     # later commands, told nothing, import the plugin from the runs' config.json: this process
     # forgets it first, as a new one would not have it

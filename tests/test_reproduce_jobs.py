@@ -67,13 +67,27 @@ def numbers(results: dict) -> dict:
 
 
 def test_two_jobs_measure_what_one_process_measures(tmp_path, tiny_quick, capsys):
+    """Also `reproduce --quick` end to end at a tiny scale (the one-job run): experiments run
+    through the harness, every claim gets a verdict (those of experiments left out: not run),
+    the report is written."""
     only = "multiseed,prop1"  # prop1 trains configs multiseed trains: twins or copies
+    printed = {}
     for jobs in ("1", "2"):
         assert main(["reproduce", "implicit-bias", "--quick", "--only", only, "--jobs", jobs,
                      "--out", str(tmp_path / f"out{jobs}"), "--ckpt-root",
                      str(tmp_path / f"ck{jobs}"), "--no-progress"]) == 0
-    text = capsys.readouterr()
-    assert "elapsed with 2 jobs" in text.out and "(started)" in text.err
+        printed[jobs] = capsys.readouterr()
+    assert "claim checks match" in printed["1"].out
+    assert "wall seconds per experiment" in printed["1"].out
+    assert "elapsed with 2 jobs" in printed["2"].out and "(started)" in printed["2"].err
+    report = json.loads((tmp_path / "out1" / "report.json").read_text())
+    assert report["reduced"] is True
+    by_id = {v["id"]: v for v in report["verdicts"]}
+    assert by_id["t1.rope_acc"]["status"] in ("matches", "differs")  # measured
+    assert by_id["t5.base10000"]["status"] == "not run"  # frequency was left out
+    html = (tmp_path / "out1" / "report.html").read_text()
+    assert "data:image/png;base64," in html and "REDUCED" in html
+    assert (tmp_path / "ck1" / "quick" / "multiseed-K1" / "rope").is_dir()
     for name in only.split(","):
         one, two = (json.loads((tmp_path / f"out{j}" / name / "results.json").read_text())
                     for j in "12")
@@ -85,22 +99,29 @@ def test_two_jobs_measure_what_one_process_measures(tmp_path, tiny_quick, capsys
 
 
 def test_a_workers_failure_is_one_line_and_exit_code_2(tmp_path, tiny_quick, capsys):
-    held = tmp_path / "ck" / "quick" / "prop1" / "K3"
-    held.mkdir(parents=True)
-    lock = RunDirLock(held)
-    lock.acquire()  # a live process (this one) writes a run the plan needs
+    # a live process (this one) writes the first run each of the two steps needs: both fail
+    # as soon as their workers start, and the first failure is the one relayed
+    held = [tmp_path / "ck" / "quick" / "prop1" / "K3",
+            tmp_path / "ck" / "quick" / "multiseed-K1" / "rope"]
+    locks = [RunDirLock(h) for h in held]
+    for h, lock in zip(held, locks):
+        h.mkdir(parents=True)
+        lock.acquire()
     try:
         code = main(["reproduce", "implicit-bias", "--quick", "--only", "multiseed,prop1",
                      "--jobs", "2", "--out", str(tmp_path / "out"), "--ckpt-root",
                      str(tmp_path / "ck"), "--no-progress"])
     finally:
-        lock.release()
+        for lock in locks:
+            lock.release()
     err = capsys.readouterr().err
     assert code == 2
     last = err.strip().splitlines()[-1]
     assert last.startswith("lgjax reproduce: configuration error: run directory") and \
-        str(held) in last and "locked by" in last
-    assert "Traceback" not in err
+        any(str(h) in last for h in held) and "locked by" in last
+    # in workers, each its one line
+    assert "Traceback" not in err and "== implicit-bias: prop1 (failed)" in err
+    assert "== implicit-bias: multiseed (failed)" in err
     assert not (tmp_path / "out" / "report.json").exists()  # no report over a failed step
 
 

@@ -219,7 +219,7 @@ def tiny(monkeypatch):
     monkeypatch.setattr(reproduce, "QUICK_RUN", RunOptions(seeds=2, steps=3, batch=8,
                                                            eval_sequences=16))
     monkeypatch.setitem(STUDIES, "implicit-bias", dataclasses.replace(
-        STUDIES["implicit-bias"], experiments=()))  # its own end-to-end test runs it
+        STUDIES["implicit-bias"], experiments=()))  # test_reproduce_jobs.py runs it end to end
     monkeypatch.setattr(realizability_plan, "QUICK", {
         "alpha": {"encodings": ("rope",), "sweep_nums": (16,), "sweep_bases": (1e4,),
                   "sweep_scales": (1.0, 0.1), "lbfgs_iters": 20},
@@ -232,7 +232,7 @@ def tiny(monkeypatch):
     monkeypatch.setattr(contract_plan, "SETTINGS", {"train16_test64_shift5": (16, 64, 5)})
     monkeypatch.setattr(contract_plan, "QUICK", {"train": {
         "tasks": ("offset_copy",), "schemes": ("rope", "alibi"), "probe_sequences": 8,
-        "extend": (40,), "shifts": (4,)}})
+        "extend": (40,), "shifts": (4,), "d": 16, "heads": 2, "layers": 1}})
 
 
 def test_reproduce_all_quick_end_to_end(tmp_path, tiny, capsys):
@@ -255,6 +255,13 @@ def test_reproduce_all_quick_end_to_end(tmp_path, tiny, capsys):
     assert con["lab.train16_test64_shift5.rope"]["status"] == "matches"
     assert con["lab.train32_test96_shift17.rope"]["status"] == "not run"
     assert con["pred.relative_resists_origin_shift"]["status"] != "not run"
+
+
+def test_unknown_experiment_is_refused_before_any_work(tmp_path, capsys):
+    assert main(["reproduce", "--only", "nosuch", "--out", str(tmp_path / "o"),
+                 "--ckpt-root", str(tmp_path / "ck")]) == 2
+    assert "--only" in capsys.readouterr().err
+    assert not (tmp_path / "ck").exists()
 
 
 @pytest.mark.parametrize("study", ["realizability", "all"])
