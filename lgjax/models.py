@@ -17,11 +17,17 @@ import math
 import jax
 import jax.numpy as jnp
 
-from lgjax import fast, transformer
+from lgjax import fast
 from lgjax.attention import causal_attention
 from lgjax.config import ModelConfig, RunConfig
 from lgjax.encodings import ENCODINGS, heads_split
 from lgjax.tasks import TASKS
+
+
+def _transformer():
+    # imported on first use: flax costs every head-only command ~0.2 s of import
+    from lgjax import transformer
+    return transformer
 
 
 def vocab_sizes(cfg: RunConfig) -> tuple[int, int]:
@@ -32,7 +38,7 @@ def vocab_sizes(cfg: RunConfig) -> tuple[int, int]:
 def init_params(key, cfg: RunConfig) -> dict:
     """Head: PyTorch-default init (N(0,1) tables, U(+-1/sqrt(fan_in)) projections)."""
     if cfg.model.arch == "transformer":
-        return transformer.init_params(key, cfg.model, *vocab_sizes(cfg))
+        return _transformer().init_params(key, cfg.model, *vocab_sizes(cfg))
     m = cfg.model
     m_in, m_out = vocab_sizes(cfg)
     k_emb, k_q, k_k, k_v, k_out, k_enc = jax.random.split(key, 6)
@@ -91,7 +97,7 @@ def make_apply(run_cfg: RunConfig, path: str | None = None, forward_only: bool =
     cfg = run_cfg.model
     path = path or head_path(cfg)
     if path == "transformer":
-        return transformer.make_apply(cfg, *vocab_sizes(run_cfg))
+        return _transformer().make_apply(cfg, *vocab_sizes(run_cfg))
     if path == "general":
         return jax.vmap(lambda p, t, n: general_apply(p, t, n, cfg), in_axes=(None, 0, 0))
     kind = path.split(":", 1)[1]
@@ -105,6 +111,6 @@ def make_apply_at(run_cfg: RunConfig):
     assume the positions 0..L-1."""
     cfg = run_cfg.model
     if cfg.arch == "transformer":
-        return transformer.make_apply_at(cfg, *vocab_sizes(run_cfg))
+        return _transformer().make_apply_at(cfg, *vocab_sizes(run_cfg))
     return jax.vmap(lambda p, t, n, pos: general_apply(p, t, n, cfg, pos),
                     in_axes=(None, 0, 0, 0))

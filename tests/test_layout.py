@@ -83,3 +83,19 @@ def test_every_module_imports_on_its_own():
     for p, m in running:
         reap(p, m)
     assert not failed, failed
+
+
+def test_a_head_run_imports_no_flax():
+    """flax serves the transformer only; a one-layer-head run (README's first command) does not
+    pay its import (~0.2 s)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, jax.numpy as jnp\nfrom lgjax import evaluate, models, train\n"
+            "from lgjax.config import RunConfig, TrainConfig\n"
+            "cfg = RunConfig(train=TrainConfig(seeds=(0,), steps=1, batch=4))\n"
+            "states, _ = train.make_chunk_runner(cfg)(train.init_states(cfg), jnp.int32(1))\n"
+            "evaluate.evaluate(states.params, cfg, (8,), 4)\n"
+            "assert 'flax' not in sys.modules, 'flax was imported'")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

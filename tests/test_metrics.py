@@ -2,6 +2,8 @@
 `lgjax.open_run` on a finished and on a live run; `lgjax curves`."""
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -219,3 +221,26 @@ def test_a_run_resumed_within_the_second_of_its_kill_sorts_after_it(tmp_path, mo
     monkeypatch.undo()
     assert scalars(tmp_path / "seed-0", "train/loss") == [
         (1, 1.0), (2, 0.5), (4, 0.25), (8, 0.125), (9, np.float32(2 / 9)), (12, np.float32(1 / 6))]
+
+
+def test_event_files_never_import_torch(tmp_path):
+    """tensorboardX's package imports torch when installed (1.4 s: the bench extra has it) only
+    to accept torch tensors: a stand-in torch that records its import stays unimported while
+    events are written, and importable after."""
+    fake = tmp_path / "site" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(
+        "import os\nopen(os.environ['TORCH_MARK'], 'w').close()\nclass Tensor: pass\n")
+    mark = tmp_path / "torch-imported"
+    code = ("import sys\nfrom pathlib import Path\nfrom lgjax.checkpoints import events\n"
+            f"ev = events.EventFolders(Path({str(tmp_path / 'tb')!r}), purge_step=1)\n"
+            "ev.add('seed-0', 'train/loss', 0.5, 1)\nev.close()\n"
+            f"assert not Path({str(mark)!r}).exists(), 'events imported torch'\n"
+            "assert 'torch' not in sys.modules\n"
+            "import torch\n"
+            f"assert Path({str(mark)!r}).exists()\n")
+    env = {**os.environ, "TORCH_MARK": str(mark),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), os.getcwd()])}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert scalars(tmp_path / "tb" / "seed-0", "train/loss") == [(1, 0.5)]

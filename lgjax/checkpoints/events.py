@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -36,8 +37,7 @@ class EventFolders:
 
     def _writer(self, name: str):
         if name not in self._writers:
-            from tensorboardX.event_file_writer import EventsWriter
-            from tensorboardX.proto.event_pb2 import Event, SessionLog
+            EventsWriter, Event, SessionLog = _tensorboardx()
 
             folder = self.root / name
             folder.mkdir(parents=True, exist_ok=True)
@@ -55,7 +55,7 @@ class EventFolders:
         return self._writers[name]
 
     def add(self, name: str, tag: str, value: float, step: int) -> None:
-        from tensorboardX.proto.event_pb2 import Event
+        _, Event, _ = _tensorboardx()
         from tensorboardX.summary import scalar
 
         self._writer(name).write_event(Event(wall_time=time.time(), step=int(step),
@@ -73,6 +73,23 @@ class EventFolders:
         for writer in self._writers.values():
             writer.close()
         self._writers.clear()
+
+
+def _tensorboardx():
+    """(EventsWriter, Event, SessionLog). tensorboardX's package imports torch when it is
+    installed (1.4 s here: the `bench` extra has it), only to accept torch tensors, which lgjax
+    never passes; torch is hidden for that import (its `except ImportError` is the no-torch
+    path) unless something imported torch already."""
+    hide = "torch" not in sys.modules
+    if hide:
+        sys.modules["torch"] = None  # `import torch` raises ImportError while this is set
+    try:
+        from tensorboardX.event_file_writer import EventsWriter
+        from tensorboardX.proto.event_pb2 import Event, SessionLog
+    finally:
+        if hide:
+            del sys.modules["torch"]
+    return EventsWriter, Event, SessionLog
 
 
 def _buffer_of(writer):
