@@ -91,11 +91,11 @@ def test_a_head_run_imports_no_flax():
     import subprocess
     import sys
 
-    code = ("import sys, jax.numpy as jnp\nfrom lgjax import evaluate, models, train\n"
-            "from lgjax.config import RunConfig, TrainConfig\n"
-            "cfg = RunConfig(train=TrainConfig(seeds=(0,), steps=1, batch=4))\n"
-            "states, _ = train.make_chunk_runner(cfg)(train.init_states(cfg), jnp.int32(1))\n"
-            "evaluate.evaluate(states.params, cfg, (8,), 4)\n"
+    code = ("import sys, jax\nimport lgjax.harness.cli, lgjax.studies.implicit_bias.multiseed\n"
+            "from lgjax import models\nfrom lgjax.config import RunConfig\n"
+            "cfg = RunConfig()\nassert cfg.model.arch != 'transformer'\n"
+            "params = models.init_params(jax.random.key(0), cfg)\n"
+            "models.make_apply(cfg), models.make_apply_at(cfg)\n"
             "assert 'flax' not in sys.modules, 'flax was imported'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
