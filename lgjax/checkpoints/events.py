@@ -9,6 +9,7 @@ after is in the file, which is what lets a checkpoint vouch for the scalars befo
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import sys
@@ -37,7 +38,7 @@ class EventFolders:
 
     def _writer(self, name: str):
         if name not in self._writers:
-            EventsWriter, Event, SessionLog = _tensorboardx()
+            EventsWriter, Event, SessionLog, _ = _tensorboardx()
 
             folder = self.root / name
             folder.mkdir(parents=True, exist_ok=True)
@@ -55,9 +56,7 @@ class EventFolders:
         return self._writers[name]
 
     def add(self, name: str, tag: str, value: float, step: int) -> None:
-        _, Event, _ = _tensorboardx()
-        from tensorboardX.summary import scalar
-
+        _, Event, _, scalar = _tensorboardx()
         self._writer(name).write_event(Event(wall_time=time.time(), step=int(step),
                                              summary=scalar(tag, float(value))))
 
@@ -75,21 +74,23 @@ class EventFolders:
         self._writers.clear()
 
 
+@functools.cache
 def _tensorboardx():
-    """(EventsWriter, Event, SessionLog). tensorboardX's package imports torch when it is
-    installed (1.4 s here: the `bench` extra has it), only to accept torch tensors, which lgjax
-    never passes; torch is hidden for that import (its `except ImportError` is the no-torch
-    path) unless something imported torch already."""
+    """(EventsWriter, Event, SessionLog, scalar), imported once. tensorboardX's package imports
+    torch when it is installed (1.4 s here: the `bench` extra has it), only to accept torch
+    tensors, which lgjax never passes; torch is hidden for that import (its `except ImportError`
+    is the no-torch path) unless something imported torch already."""
     hide = "torch" not in sys.modules
     if hide:
         sys.modules["torch"] = None  # `import torch` raises ImportError while this is set
     try:
         from tensorboardX.event_file_writer import EventsWriter
         from tensorboardX.proto.event_pb2 import Event, SessionLog
+        from tensorboardX.summary import scalar
     finally:
         if hide:
             del sys.modules["torch"]
-    return EventsWriter, Event, SessionLog
+    return EventsWriter, Event, SessionLog, scalar
 
 
 def _buffer_of(writer):
