@@ -49,8 +49,7 @@ class Config:
     quick: bool = False  # every experiment at a small scale (minutes); the report says reduced
     fresh: bool = False  # train everything again (in a new folder) instead of reusing runs
     only: tuple[str, ...] = ()  # run only these experiments (the others' claims: not run)
-    tiers: tuple[str, ...] = ()  # a study with model tiers: train these too (its plan says
-    # which run by default; "all": every one)
+    tiers: tuple[str, ...] = ()  # model tiers to train besides the default ("all": every one)
     out: str = "results/reproduce"  # report.md/.html/.json and one folder per experiment
     ckpt_root: str = "checkpoints"  # run directories (finished ones are reused)
     progress: bool = True  # progress bars
