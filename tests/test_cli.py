@@ -1,4 +1,5 @@
 import json
+import re
 
 import numpy as np
 
@@ -37,3 +38,16 @@ def test_config_errors_before_compile(tmp_path, capsys):
         assert main(["multiseed", "--steps", "1", *common, *extra]) == 2
         assert field in capsys.readouterr().err
     assert not (tmp_path / "ck").exists()  # nothing was created, nothing compiled
+
+
+def test_every_flag_help_is_whole():
+    """A flag's help is its field's trailing comment; a comment continued on the next line was
+    cut mid-sentence in --help (reproduce --tiers), so every help closes what it opens."""
+    from lgjax.harness.cli import commands, parser_for
+
+    for name in commands():
+        parser, _ = parser_for([name])
+        sub = next(a for a in parser._actions if a.dest == "command").choices[name]
+        for action in sub._actions:
+            text = re.sub(r"\[[^\])]*\)", "", action.help or "")  # half-open [0, M)
+            assert text.count("(") == text.count(")"), (name, action.dest, action.help)
