@@ -214,3 +214,12 @@ def test_random_positions_reach_every_trained_instrument_and_the_card(tmp_path):
          "reference_summary": {}, "random_positions": 160}
     assert card.markdown(c).startswith("# Profile of `rope`, trained at random positions in "
                                        "[0, 160)")
+
+
+def test_the_full_recipes_matrix_row_is_the_contract_matrix_at_its_defaults():
+    from lgjax.studies.contract import train as contract_train
+
+    full, matrix = recipes.RECIPES["full"], contract_train.Config()
+    assert (full.cm_seeds, full.cm_steps, full.cm_eval) == (
+        matrix.run.seeds, matrix.run.steps, matrix.run.eval_sequences)
+    assert full.cm_tasks == matrix.tasks
