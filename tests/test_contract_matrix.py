@@ -290,3 +290,37 @@ def test_rope_cell_gains_the_evaluation_time_extensions(tmp_path):
     np.testing.assert_allclose(row["rope"]["extend"]["20"]["ntk"], cell.accuracy(b, by_base))
     yarn = contract_eval.rope_extended(cell.model, "yarn", 20, 10)
     assert (yarn.enc.original_max_position, yarn.enc.factor) == (10, 2.0)
+
+
+def test_a_measured_cell_is_read_back_not_measured_again(tmp_path, capsys, monkeypatch):
+    """contract-train saves each cell's measurement in its run directory as the cell finishes;
+    a rerun reads it back (the same results.json), a damaged one or other options measure
+    again, and contract-report reads but never writes (other options: measured, not saved)."""
+    ck, out = tmp_path / "ck", tmp_path / "out"
+    args = ["contract-train", "--tasks", "offset_copy", "--schemes", "alibi", "--steps", "2",
+            "--seeds", "2", "--batch", "8", "--eval-sequences", "8", "--probe-sequences", "8",
+            "--train-lengths", "6,10", "--extend", "12", "--shifts", "2", "--d", "8",
+            "--heads", "2", "--layers", "1", "--ckpt-root", str(ck), "--no-progress"]
+    assert main(args + ["--out", str(out / "first")]) == 0
+    saved = ck / "contract" / "offset_copy" / "alibi" / contract_measure.CELL_FILE
+    cells = lambda name: {k: v for k, v in json.loads((out / name / "results.json").read_text())[
+        "cells"]["offset_copy"]["alibi"].items() if k != "train_seconds"}  # a reload's time
+    first = cells("first")
+    assert {k: v for k, v in json.loads(saved.read_text())["cell"].items()
+            if k != "train_seconds"} == first
+    real = contract_measure.measure_cell
+    calls = []
+    monkeypatch.setattr(contract_measure, "measure_cell",
+                        lambda *a: calls.append(1) or real(*a))
+    assert main(args + ["--out", str(out / "again")]) == 0
+    assert calls == [] and cells("again") == first
+    saved.write_text(saved.read_text()[:40])  # damaged: measured again, and saved whole
+    capsys.readouterr()
+    assert main(args + ["--out", str(out / "damaged")]) == 0
+    assert len(calls) == 1 and "is damaged" in capsys.readouterr().err
+    assert cells("damaged") == first
+    assert json.loads(saved.read_text())["cell"]["in_range"] == first["in_range"]
+    before = saved.read_text()
+    assert main(["contract-report", str(ck), "--eval-sequences", "8", "--extend", "14",
+                 "--shifts", "2"]) == 0  # other options: measured, nothing written
+    assert len(calls) == 2 and saved.read_text() == before

@@ -249,12 +249,14 @@ def run_study(module: ModuleType, cfg) -> dict:
     runs = preflight(module, cfg)
     t0 = time.perf_counter()
     opts = options(cfg)
-    trained = {}
+    trained, t_hooks = {}, 0.0
     for i, (run, rc) in enumerate(runs.items()):
         trained[run] = train_one(rc, own_or_twin(run, rc, opts), opts,
                                  f"{run} [{i + 1}/{len(runs)}]")
+        t1 = time.perf_counter()
         hook(module, "on_trained")(cfg, run, trained[run])
-    t_train = time.perf_counter() - t0
+        t_hooks += time.perf_counter() - t1  # measuring as runs finish: measure_seconds
+    t_train = time.perf_counter() - t0 - t_hooks
     name = name_of(module)
     result = {"experiment": name, "config": dataclasses.asdict(cfg),
               "reduced": is_reduced(cfg, hook(module, "SCALE")),

@@ -12,7 +12,9 @@ scheme of a task (keys from the seed and the condition), so interventions compar
 from __future__ import annotations
 
 import functools
+import json
 import math
+import sys
 from pathlib import Path
 
 import jax
@@ -20,8 +22,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from lgjax import transformer
+from lgjax.checkpoints.integrity import write_atomic
 from lgjax.config import ModelConfig, TaskConfig
+from lgjax.devices import is_leader
 from lgjax.encodings import ENCODINGS, logit_scale
+from lgjax.harness.outputs import jsonable
 from lgjax.harness.study import Trained
 from lgjax.keys import EVAL, seed_keys, stream
 from lgjax.models import vocab_sizes
@@ -34,6 +39,8 @@ from lgjax.tasks import sample_batch
 BIN = 4  # distance bin width of the confusion matrices and failure-by-offset curves
 NONLOCAL = 4  # the chosen head misattends "far" when its key is >= this from the evidence
 IN_RANGE, SHIFT = 0, 1000  # EVAL key indices: in-range batch, shift pair (+c); a length L uses L
+CELL_FILE = "contract-cell.json"  # a cell's measurement, kept in its run directory
+MEASURE_VERSION = 1  # bump when measure_cell changes what it measures: saved cells then redo
 LAB = {"ape": "learned", "sinusoidal": "sinusoidal", "relclip": "relative", "rope": "rope",
        "alibi": "alibi", "nope": "nope"}  # scheme -> its stand-in in the contract lab
 
@@ -240,6 +247,43 @@ def measure_cell(cfg, t: Trained) -> dict:
             "train_seconds": t.seconds}
 
 
+def cell_key(cfg, t: Trained) -> dict:
+    """What a cell's measurement depends on besides its final state: the run's config and the
+    evaluation options (as JSON reads them back)."""
+    return json.loads(json.dumps({
+        "version": MEASURE_VERSION, "run": json.loads(t.config.to_json()),
+        "eval_sequences": cfg.run.eval_sequences, "extend": cfg.extend, "shifts": cfg.shifts,
+        "probe_sequences": cfg.probe_sequences}))
+
+
+def saved_cell(cfg, t: Trained) -> dict | None:
+    """The measurement saved in the cell's run directory, when it is of these very options."""
+    path = Path(t.run_dir) / CELL_FILE
+    if not path.is_file():
+        return None
+    try:
+        saved = json.loads(path.read_text())
+        if saved["key"] == cell_key(cfg, t):
+            return saved["cell"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        print(f"lgjax: {path} is damaged ({type(err).__name__}); the cell is measured again",
+              file=sys.stderr)
+    return None
+
+
+def measured_cell(cfg, t: Trained, save: bool = True) -> dict:
+    """The cell's measurement, as its JSON reads back (so a saved one and a fresh one are the
+    same numbers): the one saved in its run directory, else measured now and (save) saved
+    there, so that a rerun, or a job killed while measuring, does not measure it again."""
+    cell = saved_cell(cfg, t)
+    if cell is None:
+        cell = json.loads(json.dumps(measure_cell(cfg, t), default=jsonable))
+        if save and is_leader():
+            write_atomic(Path(t.run_dir) / CELL_FILE,
+                         json.dumps({"key": cell_key(cfg, t), "cell": cell}))
+    return cell
+
+
 def matched_loss(cfg, trained: dict, cells: dict) -> dict:
     """Schemes compared at equal in-range loss: per task, the level every learnable scheme
     reached (the highest of their lowest seed-mean losses); each seed's first checkpoint at or
@@ -280,12 +324,13 @@ def scheme_order(scheme: str) -> tuple[int, str]:
     return (list(LAB).index(scheme) if scheme in LAB else len(LAB), scheme)
 
 
-def measure_matrix(cfg, trained: dict) -> dict:
-    """Every trained cell (a partial matrix measures what it has), then the cross-cell checks."""
+def measure_matrix(cfg, trained: dict, save: bool = True) -> dict:
+    """Every trained cell (a partial matrix measures what it has; a cell measured before at
+    these options is read back), then the cross-cell checks."""
     cells: dict[str, dict] = {}
     for name, t in trained.items():
         task, scheme = Path(name).parts[-2:]
-        cells.setdefault(task, {})[scheme] = measure_cell(cfg, t)
+        cells.setdefault(task, {})[scheme] = measured_cell(cfg, t, save)
     any_t = next(iter(trained.values()))
     return {"tasks": list(cells), "schemes": sorted({s for r in cells.values() for s in r},
                                                     key=scheme_order),

@@ -85,6 +85,6 @@ def measure_root(root: Path, cfg: Config) -> dict:
         with manager:
             states = manager.restore(rc.train.steps)
         trained[name] = study.Trained(rc, states, run_dir, 0.0)
-    result = contract_measure.measure_matrix(study_cfg, trained)
+    result = contract_measure.measure_matrix(study_cfg, trained, save=False)  # reads only
     result |= {"planned_tasks": list(planned.tasks), "planned_schemes": list(planned.schemes)}
     return json.loads(json.dumps(result, default=outputs.jsonable))

@@ -26,7 +26,7 @@ from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig
 from lgjax.encodings import ENCODINGS, AlibiOptions, ApeOptions, RelClipOptions
 from lgjax.harness import study
 from lgjax.harness.ranges import option
-from lgjax.harness.study import RunOptions
+from lgjax.harness.study import RunOptions, Trained
 from lgjax.studies.contract import measure as contract_measure
 from lgjax.studies.contract import render
 from lgjax.studies.contract.tasks import CONTRACT_TASKS
@@ -112,6 +112,11 @@ def runs(cfg: Config) -> dict[str, RunConfig]:
 
 
 measure = contract_measure.measure_matrix  # (cfg, trained) -> the matrix's results
+
+
+def on_trained(cfg: Config, name: str, t: Trained) -> None:
+    """Measure a cell as soon as it is trained (saved in its run directory)."""
+    contract_measure.measured_cell(cfg, t)
 table = render.render  # the whole report (also written as report.md)
 figure = render.figure
 write_extra = render.write_markdown
