@@ -54,7 +54,9 @@ def test_a_saved_flat_run_config_is_the_run_requested_now(tmp_path):
     run = tmp_path / "contract" / "offset_copy" / "ape"
     run.mkdir(parents=True)
     shutil.copy(DATA / "legacy_run" / "config.json", run)
-    rc = contract_train.runs(contract_train.Config())["contract/offset_copy/ape"]
+    cfg = contract_train.Config()  # the saved run trained 1500 steps, the default back then
+    cfg = dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, steps=1500))
+    rc = contract_train.runs(cfg)["contract/offset_copy/ape"]
     assert checkpoints.read_config(run) == rc
     assert (rc.model.enc.size, rc.model.enc.oob, rc.model.enc.train_max) == (128, "clamp", 32)
     checkpoints.check_run_dir(run, rc, resume=True)
