@@ -215,14 +215,17 @@ def test_failure_ranges_pool_bins():
 # ---- end to end -------------------------------------------------------------------------------
 
 
-def test_one_cell_trains_measures_and_reports_through_the_cli(tmp_path, capsys):
+def test_one_cell_trains_measures_and_reports_through_the_cli(tmp_path, capsys, monkeypatch):
+    """One tiny cell: trained, measured and reported. Its measurement is saved in its run
+    directory as it finishes; a rerun reads it back (the same results.json), a damaged one is
+    measured again, and contract-report reads saved cells (other options: measured, not
+    saved) and writes none."""
     ck, out = tmp_path / "ck", tmp_path / "out"
     args = ["contract-train", "--tasks", "offset_copy", "--schemes", "alibi", "--steps", "2",
             "--seeds", "2", "--batch", "8", "--eval-sequences", "8", "--probe-sequences", "8",
             "--train-lengths", "6,10", "--extend", "12", "--shifts", "2", "--d", "8",
-            "--heads", "2", "--layers", "1", "--ckpt-root", str(ck), "--out", str(out),
-            "--no-progress"]
-    assert main(args) == 0
+            "--heads", "2", "--layers", "1", "--ckpt-root", str(ck), "--no-progress"]
+    assert main(args + ["--out", str(out)]) == 0
     result = json.loads((out / "results.json").read_text())
     cell = result["cells"]["offset_copy"]["alibi"]
     assert len(cell["in_range"]["accuracy"]) == 2
@@ -230,10 +233,34 @@ def test_one_cell_trains_measures_and_reports_through_the_cli(tmp_path, capsys):
     assert cell["curve"]["steps"] == [0, 1, 2]
     assert (ck / "contract" / "offset_copy" / "alibi" / "config.json").is_file()
     assert "Predicted matrix" in (out / "report.md").read_text()
-    assert main(["contract-report", str(ck), "--eval-sequences", "8", "--extend", "12",
-                 "--shifts", "2"]) == 0
+
+    cells = lambda o: {k: v for k, v in json.loads((o / "results.json").read_text())[
+        "cells"]["offset_copy"]["alibi"].items() if k != "train_seconds"}  # a reload's time
+    first = cells(out)
+    saved = ck / "contract" / "offset_copy" / "alibi" / contract_measure.CELL_FILE
+    assert {k: v for k, v in json.loads(saved.read_text())["cell"].items()
+            if k != "train_seconds"} == first
+    real, calls = contract_measure.measure_cell, []
+    monkeypatch.setattr(contract_measure, "measure_cell",
+                        lambda *a: calls.append(1) or real(*a))
+    assert main(args + ["--out", str(tmp_path / "again")]) == 0
+    assert calls == [] and cells(tmp_path / "again") == first
+    saved.write_text(saved.read_text()[:40])  # damaged: measured again, and saved whole
+    capsys.readouterr()
+    assert main(args + ["--out", str(tmp_path / "damaged")]) == 0
+    assert len(calls) == 1 and "is damaged" in capsys.readouterr().err
+    assert cells(tmp_path / "damaged") == first
+    assert json.loads(saved.read_text())["cell"]["in_range"] == first["in_range"]
+
+    before = saved.read_text()
+    report = ["contract-report", str(ck), "--eval-sequences", "8", "--shifts", "2",
+              "--probe-sequences", "8", "--extend"]
+    assert main(report + ["12"]) == 0
+    assert len(calls) == 1  # read back
     assert "PARTIAL" in (ck / "report" / "report.md").read_text()
     assert (ck / "report" / "contract-confusion.png").stat().st_size > 0
+    assert main(report + ["14"]) == 0
+    assert len(calls) == 2 and saved.read_text() == before
     assert main(["contract-report", str(tmp_path / "nothing")]) == 2
 
 
@@ -290,37 +317,3 @@ def test_rope_cell_gains_the_evaluation_time_extensions(tmp_path):
     np.testing.assert_allclose(row["rope"]["extend"]["20"]["ntk"], cell.accuracy(b, by_base))
     yarn = contract_eval.rope_extended(cell.model, "yarn", 20, 10)
     assert (yarn.enc.original_max_position, yarn.enc.factor) == (10, 2.0)
-
-
-def test_a_measured_cell_is_read_back_not_measured_again(tmp_path, capsys, monkeypatch):
-    """contract-train saves each cell's measurement in its run directory as the cell finishes;
-    a rerun reads it back (the same results.json), a damaged one or other options measure
-    again, and contract-report reads but never writes (other options: measured, not saved)."""
-    ck, out = tmp_path / "ck", tmp_path / "out"
-    args = ["contract-train", "--tasks", "offset_copy", "--schemes", "alibi", "--steps", "2",
-            "--seeds", "2", "--batch", "8", "--eval-sequences", "8", "--probe-sequences", "8",
-            "--train-lengths", "6,10", "--extend", "12", "--shifts", "2", "--d", "8",
-            "--heads", "2", "--layers", "1", "--ckpt-root", str(ck), "--no-progress"]
-    assert main(args + ["--out", str(out / "first")]) == 0
-    saved = ck / "contract" / "offset_copy" / "alibi" / contract_measure.CELL_FILE
-    cells = lambda name: {k: v for k, v in json.loads((out / name / "results.json").read_text())[
-        "cells"]["offset_copy"]["alibi"].items() if k != "train_seconds"}  # a reload's time
-    first = cells("first")
-    assert {k: v for k, v in json.loads(saved.read_text())["cell"].items()
-            if k != "train_seconds"} == first
-    real = contract_measure.measure_cell
-    calls = []
-    monkeypatch.setattr(contract_measure, "measure_cell",
-                        lambda *a: calls.append(1) or real(*a))
-    assert main(args + ["--out", str(out / "again")]) == 0
-    assert calls == [] and cells("again") == first
-    saved.write_text(saved.read_text()[:40])  # damaged: measured again, and saved whole
-    capsys.readouterr()
-    assert main(args + ["--out", str(out / "damaged")]) == 0
-    assert len(calls) == 1 and "is damaged" in capsys.readouterr().err
-    assert cells("damaged") == first
-    assert json.loads(saved.read_text())["cell"]["in_range"] == first["in_range"]
-    before = saved.read_text()
-    assert main(["contract-report", str(ck), "--eval-sequences", "8", "--extend", "14",
-                 "--shifts", "2"]) == 0  # other options: measured, nothing written
-    assert len(calls) == 2 and saved.read_text() == before

@@ -37,6 +37,8 @@ class Config:
     extend: tuple[int, ...] = option((64, 96, 128), ge=1)  # for a --ckpt-root: extension lengths
     shifts: tuple[int, ...] = option(
         (4, 12), ge=0)  # for a --ckpt-root: PAD prefixes of the shift evaluation
+    probe_sequences: int = option(
+        256, ge=1)  # for a --ckpt-root: sequences per seed for the loss at every checkpoint
 
 
 def main(cfg: Config) -> None:
@@ -77,7 +79,8 @@ def measure_root(root: Path, cfg: Config) -> dict:
     run = dataclasses.replace(planned.run, seeds=len(t.seeds), steps=t.steps, batch=t.batch,
                               eval_sequences=cfg.eval_sequences)
     study_cfg = dataclasses.replace(planned, run=run, train_lengths=(t.lmin, t.lmax),
-                                    extend=cfg.extend, shifts=cfg.shifts)
+                                    extend=cfg.extend, shifts=cfg.shifts,
+                                    probe_sequences=cfg.probe_sequences)
     contract_train.check(study_cfg)  # --extend/--shifts, before restoring a single cell
     trained = {}
     for name, (run_dir, rc) in finished.items():
