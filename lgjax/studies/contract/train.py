@@ -10,7 +10,8 @@ sequences per length and seed. Measured on a 2-core AVX-512 CPU alone (2026-12-0
 run took 8430 s, so the matrix from scratch is ~3 h of this CPU (the spec estimated 1-2 h).
 17 of 24 cells are learnable at 3000 steps, 16 at 1500 (the earlier default; one verdict
 differs between the two, README). It resumes (--resume) from the last checkpoint (every 125
-steps); --steps 1500 halves the cost.
+steps); --steps 1500 halves the cost. Each cell is measured as it finishes and its measurement
+kept in its run directory (measure.CELL_FILE), so a rerun or a resumed job reads it back.
 Command: lgjax contract-train --ckpt-root /work/runs/contract --out results/contract --resume
 Expect (the predicted matrix, lgjax.studies.contract.verdicts.PREDICTIONS): absolute schemes win
 the named slot past the trained range; relative/rotary keep the answer under a PAD shift of the
