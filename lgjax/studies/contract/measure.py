@@ -284,6 +284,12 @@ def measured_cell(cfg, t: Trained, save: bool = True) -> dict:
     return cell
 
 
+def probe_losses(curve: dict) -> np.ndarray:
+    """[K, S] the loss curve's values as the model computed them (float32; a cell read back
+    from JSON holds them as floats, and a float64 mean would move the matched level ~1e-8)."""
+    return np.asarray(curve["loss"], np.float32)
+
+
 def matched_loss(cfg, trained: dict, cells: dict) -> dict:
     """Schemes compared at equal in-range loss: per task, the level every learnable scheme
     reached (the highest of their lowest seed-mean losses); each seed's first checkpoint at or
@@ -294,7 +300,7 @@ def matched_loss(cfg, trained: dict, cells: dict) -> dict:
                      if np.mean(c["in_range"]["accuracy"]) >= cfg.learnable}
         if not learnable:
             continue
-        level = max(float(np.asarray(c["curve"]["loss"]).mean(1).min())
+        level = max(float(probe_losses(c["curve"]).mean(1).min())
                     for c in learnable.values())
         out[task] = {"level": level, "schemes": {}}
         for scheme, c in learnable.items():
@@ -305,7 +311,7 @@ def matched_loss(cfg, trained: dict, cells: dict) -> dict:
 
 
 def matched_cell(cfg, t: Trained, curve: dict, level: float) -> dict:
-    loss_KxS = np.asarray(curve["loss"])
+    loss_KxS = probe_losses(curve)
     steps = np.asarray(curve["steps"])
     first = np.where((loss_KxS <= level).any(0), (loss_KxS <= level).argmax(0), len(steps) - 1)
     with open_run(t.run_dir) as run:
