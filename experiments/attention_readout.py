@@ -9,8 +9,8 @@ mixture of tokens that the attention did not resolve.
 
     python experiments/attention_readout.py RUN_DIR [--length 60] [--sequences 256]
 
-Measured (2026-12-03, 2-core CPU): the realizability 1L1H RoPE skip-3 programs at frequency
-scale 0.01 and 0.03 (README, the realizability section).
+Measured (2026-12-03, 2-core CPU): the realizability 1L1H RoPE skip-3 programs at the five
+frequency scales 1 to 0.01 (README, the realizability section).
 """
 import argparse
 
