@@ -151,3 +151,33 @@ def test_jobs_default_to_one_per_core_only_at_quick_on_a_cpu(monkeypatch):
     assert reproduce.run_jobs(reproduce.Config(quick=True)) == 1
     with pytest.raises(ConfigError, match="--jobs"):
         reproduce.run_jobs(reproduce.Config(jobs=2))
+
+
+def test_a_stopped_reproduction_continues_with_resume(tmp_path, tiny_quick, capsys):
+    """A run the reproduction left unfinished (checkpoints, not its last step) is refused
+    without --resume, before anything trains, and continued with it."""
+    from lgjax.checkpoints import driver, step_folders
+
+    class Stopped(Exception):
+        pass
+
+    def stop(step, *_):
+        if step_folders(run_dir):
+            raise Stopped
+
+    cfg = reproduce.Config(quick=True, out=str(tmp_path / "out"), ckpt_root=str(tmp_path / "ck"))
+    root = tmp_path / "ck" / "quick"
+    module, exp = reproduce.experiment_config("multiseed", cfg, root)
+    name, rc = next(iter(module.runs(exp).items()))  # its first run (rope)
+    run_dir = root / name
+    with pytest.raises(Stopped):
+        driver.train_run(rc, run_dir, on_chunk=stop)
+    left = step_folders(run_dir)
+    assert left and left[-1] < rc.train.steps
+    argv = ["reproduce", "implicit-bias", "--quick", "--only", "multiseed", "--jobs", "1",
+            "--out", str(tmp_path / "out"), "--ckpt-root", str(tmp_path / "ck"), "--no-progress"]
+    assert main(argv) == 2
+    assert "--resume" in capsys.readouterr().err
+    assert step_folders(run_dir) == left  # nothing trained or written
+    assert main([*argv, "--resume"]) == 0
+    assert step_folders(run_dir)[-1] == rc.train.steps

@@ -55,6 +55,7 @@ class Config:
     progress: bool = True  # progress bars
     devices: int = 0  # devices of the seed axis (0: all that divide the seed count; --quick: 1)
     jobs: int = 0  # steps at once, each in a worker (0: one per core at --quick on a CPU, else 1)
+    resume: bool = False  # continue runs a stopped reproduction left unfinished (finished: reused)
 
 
 @dataclass(frozen=True)
@@ -115,8 +116,19 @@ def plan(cfg: Config, root: Path, names: list[str]) -> list[Step]:
     study = STUDIES[cfg.study]
     if study.plan:
         steps = importlib.import_module(study.plan).steps(cfg, root, QUICK_RUN)
-        return [s for s in steps if (s.part_of or s.experiment) in names]
-    return [Step(n, "", *experiment_config(n, cfg, root), Path(cfg.out) / n) for n in names]
+        steps = [s for s in steps if (s.part_of or s.experiment) in names]
+    else:
+        steps = [Step(n, "", *experiment_config(n, cfg, root), Path(cfg.out) / n) for n in names]
+    return [resumed(s) for s in steps] if cfg.resume else steps
+
+
+def resumed(step: Step) -> Step:
+    """The step with its runs continued from their newest intact checkpoints (--resume); a step
+    that trains nothing (no run options) is left as it is."""
+    if not hasattr(step.config, "run"):
+        return step
+    run = dataclasses.replace(step.config.run, resume=True)
+    return dataclasses.replace(step, config=dataclasses.replace(step.config, run=run))
 
 
 def load_results(steps: list[Step], experiments) -> dict[str, dict]:
