@@ -159,16 +159,18 @@ def test_dynamic_head_reads_the_real_length_not_the_padding():
     cfg = tiny("rope_dynamic", enc=opts)
     p = models.init_params(jax.random.key(0), cfg)
     b = tasks.sample_batch(cfg.task, jax.random.key(1), 4, 10, 10, 14)
-    logits, att = models.make_apply(cfg)(p, b.tokens, b.length)
+    # jitted: a whole apply compiles once, where op by op each primitive compiled on its own
+    logits, att = jax.jit(models.make_apply(cfg))(p, b.tokens, b.length)
     base = 1e4 * ((2 * 10 / 6) - 1) ** (16 / 14)
     rope = tiny("rope", enc=RopeOptions(base=base))
-    logits_r, att_r = models.make_apply(rope, "general")(p, b.tokens, b.length)
+    logits_r, att_r = jax.jit(models.make_apply(rope, "general"))(p, b.tokens, b.length)
     chex.assert_trees_all_close((logits, att), (logits_r, att_r), atol=1e-5, rtol=1e-5)
-    plain, _ = models.make_apply(tiny("rope"), "general")(p, b.tokens, b.length)
+    plain, _ = jax.jit(models.make_apply(tiny("rope"), "general"))(p, b.tokens, b.length)
     assert float(jnp.abs(plain - logits).max()) > 1e-3  # the base did move
     short = tasks.sample_batch(cfg.task, jax.random.key(1), 4, 6, 6, 14)  # <= L_orig: plain
-    chex.assert_trees_all_close(models.make_apply(cfg)(p, short.tokens, short.length),
-                                models.make_apply(tiny("rope"))(p, short.tokens, short.length),
+    chex.assert_trees_all_close(jax.jit(models.make_apply(cfg))(p, short.tokens, short.length),
+                                jax.jit(models.make_apply(tiny("rope")))(p, short.tokens,
+                                                                        short.length),
                                 atol=1e-5, rtol=1e-5)
 
 
@@ -398,13 +400,14 @@ def test_random_positions_leave_evaluation_at_zero_to_L():
     cfg = _rp("fire", M=64)
     p = models.init_params(jax.random.key(0), cfg)
     b = tasks.sample_batch(cfg.task, jax.random.key(1), 6, 4, 12, 12)
-    ev = models.make_apply(cfg)(p, b.tokens, b.length)
-    off = models.make_apply(_rp("fire", M=0))(p, b.tokens, b.length)
+    # jitted: a whole apply compiles once, where op by op each primitive compiled on its own
+    ev = jax.jit(models.make_apply(cfg))(p, b.tokens, b.length)
+    off = jax.jit(models.make_apply(_rp("fire", M=0)))(p, b.tokens, b.length)
     chex.assert_trees_all_equal(ev, off)
-    at = models.make_apply_at(cfg)(p, b.tokens, b.length, jnp.tile(jnp.arange(12), (6, 1)))
+    apply_at = jax.jit(models.make_apply_at(cfg))
+    at = apply_at(p, b.tokens, b.length, jnp.tile(jnp.arange(12), (6, 1)))
     chex.assert_trees_all_close(at, ev, atol=2e-5, rtol=1e-4)
-    shifted = models.make_apply_at(cfg)(p, b.tokens, b.length,
-                                        jnp.tile(jnp.arange(12) * 3 + 20, (6, 1)))
+    shifted = apply_at(p, b.tokens, b.length, jnp.tile(jnp.arange(12) * 3 + 20, (6, 1)))
     assert float(jnp.abs(shifted[0] - ev[0]).max()) > 1e-4  # FIRE sees the positions
 
 

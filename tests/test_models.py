@@ -30,12 +30,18 @@ def test_fast_head_equals_general(encoding, heads, attention):
     assert models.head_path(cfg.model) == ("fast:" + ENCODINGS[encoding].kind if fast_form
                                            else "general")
     p, b = _params(cfg), _batch(cfg)
-    fast = jax.jit(models.make_apply(cfg))(p, b.tokens, b.length)
-    ref = models.make_apply(cfg, "general")(p, b.tokens, b.length)
+
+    # both paths and their gradients in one program: one compilation per case instead of the
+    # general path's ops one by one (the suite's cost here is compilation, not arithmetic)
+    def both(path, params, tokens, length):
+        apply = models.make_apply(cfg, path)
+        return apply(params, tokens, length), jax.grad(
+            lambda q: apply(q, tokens, length)[0].sum())(params)
+
+    (fast, grad_fast), (ref, grad_ref) = jax.jit(
+        lambda *a: (both(None, *a), both("general", *a)))(p, b.tokens, b.length)
     chex.assert_trees_all_close(fast, ref, atol=2e-5, rtol=1e-4)
-    grad = lambda path: jax.grad(lambda q: models.make_apply(cfg, path)(
-        q, b.tokens, b.length)[0].sum())(p)
-    chex.assert_trees_all_close(grad(None), grad("general"), atol=1e-4, rtol=1e-3)
+    chex.assert_trees_all_close(grad_fast, grad_ref, atol=1e-4, rtol=1e-3)
 
 
 @pytest.mark.parametrize("encoding", ["ape", "sinusoidal", "rope"])
@@ -87,7 +93,7 @@ def test_linear_attention_weights_are_the_logits():
     scale = 1 / np.sqrt(16)
     want = np.where(np.arange(12) <= n, np.asarray(k[:, 0] @ q[n, 0]) * scale, 0.0)
     for path in (None, "general"):
-        _, att = models.make_apply(cfg, path)(p, b.tokens, b.length)
+        _, att = jax.jit(models.make_apply(cfg, path))(p, b.tokens, b.length)
         np.testing.assert_allclose(att[0, 0], want, atol=1e-5)
 
 

@@ -32,7 +32,7 @@ def test_transformer_is_causal_and_shapes():
     cfg = tiny_transformer("rope")
     p = models.init_params(jax.random.key(0), cfg)
     b = tasks.sample_batch(cfg.task, jax.random.key(1), 4, 10, 10, 10)
-    apply = models.make_apply(cfg)
+    apply = jax.jit(models.make_apply(cfg))  # one compilation for both calls
     logits, att = apply(p, b.tokens, b.length)
     chex.assert_shape(logits, (4, 10, 8))
     chex.assert_shape(att, (4, 2, 2, 10, 10))  # batch, layers, heads, query, key
