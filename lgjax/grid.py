@@ -130,9 +130,9 @@ def _by_task(run_one: Callable, grid: Grid) -> Callable:
     return run
 
 
-def _task_of_cell(grid: Grid) -> jax.Array:
+def _task_of_cell(grid: Grid) -> np.ndarray:
     T, S = grid.shape
-    return jnp.repeat(jnp.arange(T, dtype=jnp.int32), S)
+    return np.repeat(np.arange(T, dtype=np.int32), S)
 
 
 def _serial(run_one: Callable, grid: Grid) -> Callable:
@@ -242,8 +242,11 @@ def evaluate_grid(grid: Grid, params_C, lengths, n_seqs: int, new_from: int = 0)
     """evaluate() for every task's seeds: LengthEval fields with leading axes [T, S, n_lengths]."""
     T, S = grid.shape
     per_task = []
+    # task t's block sliced on the host: a device slice compiled one program per (leaf, t)
+    params_TxS = jax.tree.map(lambda x: np.asarray(x).reshape(T, S, *x.shape[1:]),
+                              to_host(params_C))
     for t in range(T):
-        params_S = jax.tree.map(lambda x, t=t: x[t * S:(t + 1) * S], params_C)
+        params_S = jax.tree.map(lambda x, t=t: x[t], params_TxS)
         per_task.append(evaluate.evaluate(params_S, grid.cell_config(t), lengths, n_seqs,
                                           new_from=new_from))
     return jax.tree.map(lambda *x: np.stack(x), *per_task)

@@ -230,7 +230,7 @@ def logit_ranges(att_logits, b) -> np.ndarray:
 
 
 def parameter_counts(t: Trained) -> dict:
-    one = jax.tree.map(lambda x: x[0], t.states.params)
+    one = jax.tree.map(lambda x: np.asarray(x)[0], t.states.params)  # host: no compilation
     count = lambda tree: int(sum(np.size(x) for x in jax.tree.leaves(tree)))
     total, enc, m = count(one), count(one["encoding"]), t.config.model
     # APE rows past the trained range are never read in training
