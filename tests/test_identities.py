@@ -58,16 +58,18 @@ def _head_logits(params, cfg: ModelConfig, x_LxD) -> jax.Array:
 def test_kernel_is_the_heads_logit_with_content_removed(name):
     params, cfg = _params(name)
     L = 12
-    got = _head_logits(params, cfg, _carrier(name, cfg.d, L))  # [H, L, L]
     i, j = np.tril_indices(L)
-    want = ENCODINGS[name].kernel(params, jnp.asarray(i), jnp.asarray(j), cfg)  # [N, H]
+    # both sides in one program (op by op, each primitive compiled on its own)
+    got, want = jax.jit(lambda p: (
+        _head_logits(p, cfg, _carrier(name, cfg.d, L)),  # [H, L, L]
+        ENCODINGS[name].kernel(p, jnp.asarray(i), jnp.asarray(j), cfg)))(params)  # [N, H]
     chex.assert_trees_all_close(got[:, i, j].T, want, atol=1e-4, rtol=1e-4)
 
 
 def _shift_gap(name: str, c: int) -> float:
     params, cfg = _params(name, seed=3)
     i, j = np.tril_indices(20)
-    kern = lambda a, b: ENCODINGS[name].kernel(params, jnp.asarray(a), jnp.asarray(b), cfg)
+    kern = jax.jit(lambda a, b: ENCODINGS[name].kernel(params, a, b, cfg))
     return float(jnp.abs(kern(i + c, j + c) - kern(i, j)).max())
 
 
