@@ -230,8 +230,9 @@ def logit_ranges(att_logits, b) -> np.ndarray:
 
 
 def parameter_counts(t: Trained) -> dict:
-    one = jax.tree.map(lambda x: np.asarray(x)[0], t.states.params)  # host: no compilation
-    count = lambda tree: int(sum(np.size(x) for x in jax.tree.leaves(tree)))
+    # one seed's shapes (indexing the arrays compiled a program per leaf)
+    one = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), t.states.params)
+    count = lambda tree: int(sum(math.prod(x.shape) for x in jax.tree.leaves(tree)))
     total, enc, m = count(one), count(one["encoding"]), t.config.model
     # APE rows past the trained range are never read in training
     trained = m.enc.train_max * m.d if m.encoding == "ape" else enc
