@@ -156,6 +156,40 @@ def test_an_empty_or_repeating_list_is_refused_up_front(tmp_path, capsys, argv, 
     assert nothing_written(tmp_path)
 
 
+REPRODUCE_CASES = [  # `lgjax reproduce`: every step's checks before its first step starts
+    (["reproduce", "all", "--quick", "--jobs=-1"], "--jobs"),
+    (["reproduce", "all", "--quick", "--devices=-3"], "--devices"),
+    (["reproduce", "contract", "--quick", "--tiers", "2L4H"], "--tiers"),
+    # a run directory that cannot be made: the first study's first run names it, before any
+    # worker starts (workers used to start, fail and print their own lines)
+    (["reproduce", "all", "--quick", "--ckpt-root", "a_file/ck"], "a_file"),
+]
+
+
+@pytest.mark.parametrize("argv, field", REPRODUCE_CASES,
+                         ids=[" ".join(c[0]) for c in REPRODUCE_CASES])
+def test_a_reproduction_checks_every_step_before_any_starts(tmp_path, capsys, monkeypatch,
+                                                            argv, field):
+    monkeypatch.chdir(tmp_path)
+    line = one_line_exit_2([*bad_input_case(tmp_path, argv), "--out", "out"], capsys)
+    assert field in line, line
+    assert nothing_written(tmp_path)
+
+
+def test_a_reproduction_refuses_a_damaged_results_file_it_would_read_before_training(
+        tmp_path, capsys):
+    """--only reruns one experiment and reads the others' files: a truncated one is one line
+    naming it, before the rerun trains (it used to train, then end in a traceback)."""
+    damaged = tmp_path / "out" / "linear" / "results.json"
+    damaged.parent.mkdir(parents=True)
+    damaged.write_text('{"experiment": "linear", "acc')
+    line = one_line_exit_2(["reproduce", "implicit-bias", "--quick", "--only", "shift",
+                            "--out", str(tmp_path / "out"), "--ckpt-root",
+                            str(tmp_path / "ck")], capsys)
+    assert str(damaged) in line and "not valid JSON" in line, line
+    assert not (tmp_path / "ck").exists() and not (tmp_path / "out" / "shift").exists()
+
+
 def test_a_results_file_that_is_damaged_or_of_another_command_is_one_line(tmp_path, capsys):
     """Both reports name the file: truncated, empty, not an object, another command's, partial,
     a program or row lacking a field; and a heatmap length that was not measured."""

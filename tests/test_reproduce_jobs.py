@@ -98,9 +98,8 @@ def test_two_jobs_measure_what_one_process_measures(tmp_path, tiny_quick, capsys
     assert [v["status"] for v in report[0]] == [v["status"] for v in report[1]]
 
 
-def test_a_workers_failure_is_one_line_and_exit_code_2(tmp_path, tiny_quick, capsys):
-    # a live process (this one) writes the first run each of the two steps needs: both fail
-    # as soon as their workers start, and the first failure is the one relayed
+def reproduce_with_runs_held(tmp_path) -> tuple[int, list]:
+    """A live process (this one) writes the first run each of two steps needs."""
     held = [tmp_path / "ck" / "quick" / "prop1" / "K3",
             tmp_path / "ck" / "quick" / "multiseed-K1" / "rope"]
     locks = [RunDirLock(h) for h in held]
@@ -108,12 +107,30 @@ def test_a_workers_failure_is_one_line_and_exit_code_2(tmp_path, tiny_quick, cap
         h.mkdir(parents=True)
         lock.acquire()
     try:
-        code = main(["reproduce", "implicit-bias", "--quick", "--only", "multiseed,prop1",
+        return main(["reproduce", "implicit-bias", "--quick", "--only", "multiseed,prop1",
                      "--jobs", "2", "--out", str(tmp_path / "out"), "--ckpt-root",
-                     str(tmp_path / "ck"), "--no-progress"])
+                     str(tmp_path / "ck"), "--no-progress"]), held
     finally:
         for lock in locks:
             lock.release()
+
+
+def test_a_run_held_by_another_process_is_refused_before_any_worker_starts(tmp_path, capsys):
+    code, held = reproduce_with_runs_held(tmp_path)
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert str(held[1]) in err and "locked by" in err  # the first step's run: multiseed's
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_workers_failure_is_one_line_and_exit_code_2(tmp_path, tiny_quick, capsys,
+                                                       monkeypatch):
+    # the parent's checks would refuse the held runs before any worker starts (the test
+    # above); without them the workers meet the locks, as when another process takes a run
+    # between the checks and the step: both fail as soon as they start, and the first failure
+    # is the one relayed
+    monkeypatch.setattr(reproduce, "preflight", lambda module, cfg: None)
+    code, held = reproduce_with_runs_held(tmp_path)
     err = capsys.readouterr().err
     assert code == 2
     last = err.strip().splitlines()[-1]

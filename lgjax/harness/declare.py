@@ -30,3 +30,4 @@ class StudyDeclaration:
     longest_first: tuple[str, ...] = ()
     plan: str = ""  # a module whose steps(cfg, ckpt_root, quick_run) lists what `lgjax
     # reproduce` runs ("": each experiment once, at its Config with the overrides above)
+    tiers: bool = False  # its plan reads `lgjax reproduce --tiers` (model tiers to train)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import json
 import os
 import sys
 import time
@@ -30,8 +29,9 @@ from pathlib import Path
 import jax
 
 from lgjax.config import ConfigError
-from lgjax.harness.outputs import check_writable
-from lgjax.harness.study import RunOptions
+from lgjax.harness.outputs import check_writable, read_result
+from lgjax.harness.ranges import option
+from lgjax.harness.study import RunOptions, preflight
 from lgjax.reproduce import claims, jobs
 from lgjax.reproduce import report as reproduce_report
 from lgjax.reproduce.jobs import run_step
@@ -53,8 +53,8 @@ class Config:
     out: str = "results/reproduce"  # report.md/.html/.json and one folder per experiment
     ckpt_root: str = "checkpoints"  # run directories (finished ones are reused)
     progress: bool = True  # progress bars
-    devices: int = 0  # devices of the seed axis (0: all that divide the seed count; --quick: 1)
-    jobs: int = 0  # steps at once, each in a worker (0: one per core at --quick on a CPU, else 1)
+    devices: int = option(0, ge=0)  # seed-axis devices (0: all that divide the seeds; --quick: 1)
+    jobs: int = option(0, ge=0)  # steps at once (0: one per core at --quick on a CPU, else 1)
     resume: bool = False  # continue runs a stopped reproduction left unfinished (finished: reused)
 
 
@@ -131,14 +131,15 @@ def resumed(step: Step) -> Step:
     return dataclasses.replace(step, config=dataclasses.replace(step.config, run=run))
 
 
-def load_results(steps: list[Step], experiments) -> dict[str, dict]:
-    """What the files hold (also earlier --only runs): a step without its file is left out."""
+def load_results(steps: list[Step]) -> dict[str, dict]:
+    """What the files hold (also earlier --only runs): a step without its file is left out, a
+    damaged file is a ConfigError naming it."""
     out = {}
     for step in steps:
         found = [p for f in ("results.json", "report.json") if (p := step.out / f).exists()]
         if not found:
             continue
-        doc = json.loads(found[0].read_text())
+        doc = read_result(found[0], "--out", jobs.label_of(step))
         if step.key:
             out.setdefault(step.experiment, {})[step.key] = doc
         else:
@@ -146,8 +147,23 @@ def load_results(steps: list[Step], experiments) -> dict[str, dict]:
     return out
 
 
-def reproduce(cfg: Config) -> dict:
-    """One study: run its plan, check every claim, write its report into cfg.out."""
+@dataclass(frozen=True)
+class Prepared:
+    """A study's reproduction, checked whole before any of its steps (or, under `all`, any
+    study's) starts."""
+
+    cfg: Config
+    claim_set: dict
+    experiments: tuple[str, ...]
+    every: list[Step]  # every experiment's steps: their files are read for the claims
+    planned: list[Step]  # what runs (--only)
+    jobs: int
+
+
+def prepare(cfg: Config) -> Prepared:
+    """Every check of a study's reproduction: the study, --only, the claims file, --out, and
+    each planned run's own preflight (options, run directories, output folders), so that bad
+    input is one line before any step trains, compiles or writes."""
     reproducible = {n: s.experiments for n, s in STUDIES.items() if s.claims}
     if cfg.study not in reproducible:
         raise ConfigError(f"study: unknown study {cfg.study!r}; choose one of "
@@ -166,7 +182,17 @@ def reproduce(cfg: Config) -> dict:
     every = plan(dataclasses.replace(cfg, only=()), root, list(experiments))
     n_jobs = run_jobs(cfg)
     planned = plan(dataclasses.replace(cfg, progress=cfg.progress and n_jobs == 1), root, names)
-    n_jobs = min(n_jobs, len(planned)) or 1
+    for step in planned:
+        if hasattr(step.module, "runs"):  # a harness command; the others read what these write
+            preflight(step.module, step.config)
+    running = {jobs.label_of(s) for s in planned}
+    load_results([s for s in every if jobs.label_of(s) not in running])  # read, not rewritten
+    return Prepared(cfg, claim_set, experiments, every, planned, min(n_jobs, len(planned)) or 1)
+
+
+def reproduce(prepared: Prepared) -> dict:
+    """One study: run its plan, check every claim, write its report into cfg.out."""
+    cfg, planned, n_jobs = prepared.cfg, prepared.planned, prepared.jobs
     t_start = time.perf_counter()
     if n_jobs > 1:
         walls = jobs.run(planned, n_jobs, Path(cfg.out) / "logs", cfg.study,
@@ -180,10 +206,10 @@ def reproduce(cfg: Config) -> dict:
             run_step(step)
             walls[label] = time.perf_counter() - t0
     elapsed = time.perf_counter() - t_start
-    results = load_results(every, experiments)
-    verdicts = claims.check(claim_set, results)
+    results = load_results(prepared.every)
+    verdicts = claims.check(prepared.claim_set, results)
     reduced = cfg.quick or any(r.get("reduced") for r in results.values())
-    dirs = {s.experiment: s.out for s in every if not s.key}
+    dirs = {s.experiment: s.out for s in prepared.every if not s.key}
     text = reproduce_report.write_report(verdicts, results, reproduce_report.figures_in(dirs),
                                          cfg.out, reduced, cfg.study)
     print(text)
@@ -196,19 +222,20 @@ def reproduce(cfg: Config) -> dict:
 
 def main(cfg: Config) -> dict:
     if cfg.study != ALL:
-        return reproduce(cfg)
+        if cfg.tiers and cfg.study in STUDIES and not STUDIES[cfg.study].tiers:
+            having = [n for n, s in STUDIES.items() if s.tiers]
+            raise ConfigError(f"--tiers: {cfg.study} trains no model tiers ({', '.join(having)} "
+                              "does); drop --tiers")
+        return reproduce(prepare(cfg))
     if cfg.only:
         raise ConfigError("--only: name experiments of one study (lgjax reproduce STUDY --only "
                           "...), not of all")
     studies = [n for n, s in STUDIES.items() if s.claims]
     check_writable(Path(cfg.out), "--out")
-    for name in studies:  # every study's options (e.g. --tiers) before any of them runs
-        plan(dataclasses.replace(cfg, study=name), Path(cfg.ckpt_root),
-             list(STUDIES[name].experiments))
-    done = {}
-    for name in studies:
-        done[name] = reproduce(dataclasses.replace(cfg, study=name,
-                                                   out=str(Path(cfg.out) / name)))
+    # every study's checks (e.g. --tiers, run directories) before any of them runs
+    prepared = [prepare(dataclasses.replace(cfg, study=name, out=str(Path(cfg.out) / name)))
+                for name in studies]
+    done = {p.cfg.study: reproduce(p) for p in prepared}
     text = reproduce_report.write_combined(done, cfg.out)
     print(text)
     return done

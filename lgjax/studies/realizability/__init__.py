@@ -24,4 +24,5 @@ STUDY = StudyDeclaration(
     claims="realizability.json",
     readers=_ + "claims",
     plan=_ + "reproduce",
+    tiers=True,
 )
