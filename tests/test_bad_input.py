@@ -2,6 +2,7 @@
 and nothing written: checked before anything trains or compiles."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -188,6 +189,36 @@ def test_a_reproduction_refuses_a_damaged_results_file_it_would_read_before_trai
                             str(tmp_path / "ck")], capsys)
     assert str(damaged) in line and "not valid JSON" in line, line
     assert not (tmp_path / "ck").exists() and not (tmp_path / "out" / "shift").exists()
+
+
+NAN_PLUGIN = """
+import jax.numpy as jnp
+import lgjax
+from lgjax.encodings import Encoding, bias_kernel, float_dtype
+
+def nan_bias(params, dist, cfg):  # NaN logits: every run diverges at its first step
+    nan = jnp.asarray(dist, float_dtype()) * jnp.nan
+    return jnp.repeat(nan[..., None], cfg.heads, axis=-1)
+
+lgjax.register_encoding("nan_bias", Encoding("bias", bias_kernel(nan_bias), bias=nan_bias))
+"""
+
+
+def test_a_diverging_run_is_one_line_also_where_it_writes_tensorboard_events(tmp_path):
+    """tensorboardX (a test extra) warned on stderr for every NaN loss it recorded, before the
+    run's own line; the NaN is still recorded, the warning is not printed. In a process of its
+    own: pytest captures logging in this one."""
+    (tmp_path / "nan_bias_plugin.py").write_text(NAN_PLUGIN)
+    argv = [*small(["multiseed"]), "--plugin", "nan_bias_plugin", "--encodings", "nan_bias",
+            "--out", "out", "--ckpt-root", "ck"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [
+        str(tmp_path), os.environ.get("PYTHONPATH", "")]))}
+    proc = subprocess.run([sys.executable, "-m", "lgjax", *argv], capture_output=True,
+                          text=True, cwd=tmp_path, env=env, timeout=300)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert "training diverged" in lines[0] and "seed 0" in lines[0], lines[0]
+    assert list((tmp_path / "ck").glob("*/nan_bias/tb/*/events*"))  # the events were written
 
 
 def test_a_results_file_that_is_damaged_or_of_another_command_is_one_line(tmp_path, capsys):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import logging
 import os
 import sys
 import time
@@ -90,6 +91,9 @@ def _tensorboardx():
     finally:
         if hide:
             del sys.modules["torch"]
+    # it logs a warning for every non-finite scalar: a diverging run's NaN loss is recorded as
+    # it is, and the run ends with its own one line (TrainingDiverged)
+    logging.getLogger("tensorboardX.x2num").setLevel(logging.ERROR)
     return EventsWriter, Event, SessionLog, scalar
 
 
