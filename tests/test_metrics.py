@@ -197,6 +197,30 @@ def test_curves_draws_runs_and_refuses_a_folder_without_metrics(uninterrupted, t
     assert "--out" in capsys.readouterr().err
 
 
+def test_a_damaged_line_is_named_and_only_a_last_line_cut_short_is_skipped(uninterrupted,
+                                                                          tmp_path, capsys):
+    """A last line cut short is a run still writing (skipped); any other line that is not a
+    row is damage: curves (and every reader) names the file and the line instead of drawing a
+    curve with a step silently missing."""
+    lines = (uninterrupted[0] / metrics.METRICS_FILE).read_text().splitlines()
+    run = tmp_path / "run"
+    run.mkdir()
+    path = run / metrics.METRICS_FILE
+    path.write_text("\n".join(lines) + "\n" + lines[-1][:15])
+    assert len(metrics.read_rows(run)) == len(lines)
+    for damaged in (lines[3][:15], "[1, 2]", '{"seed": 0}'):  # cut, not an object, no step
+        path.write_text("\n".join([*lines[:3], damaged, *lines[3:]]) + "\n")
+        with pytest.raises(CheckpointError, match=f"{path}: line 4 is not a metrics row"):
+            metrics.read_rows(run)
+    path.write_text("\n".join([*lines, "[1, 2]"]) + "\n")  # a whole last line that is no row
+    with pytest.raises(CheckpointError, match=f"line {len(lines) + 1} "):
+        metrics.read_rows(run)
+    assert main(["curves", str(run), "--out", str(tmp_path / "c.png")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is not a metrics row" in err[0], err
+    assert not (tmp_path / "c.png").exists()
+
+
 def test_a_run_resumed_within_the_second_of_its_kill_sorts_after_it(tmp_path, monkeypatch):
     """TensorBoard reads a folder's files in name order; tensorboardX stamps a file name with
     whole seconds, and what followed (pid, uuid) sorted the resumed file first half the time:

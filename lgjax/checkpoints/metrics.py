@@ -48,15 +48,22 @@ def param_norms(params_S) -> np.ndarray:
                        for x in jax.tree.leaves(params_S)))
 
 
-def _parse(lines: list[str]) -> list[dict]:
+def _parse(lines: list[str], path: Path | None = None) -> list[dict]:
     """The rows of these lines; a line cut short (the last, while a run still writes) is
-    skipped."""
+    skipped. With `path` (a reader's), any other line that is not a row is a CheckpointError
+    naming it: damage, not a run in progress (a resumed run drops a killed one's cut line)."""
     rows = []
-    for line in lines:
+    for i, line in enumerate(lines):
         try:
-            rows.append(json.loads(line))
+            row = json.loads(line)
         except json.JSONDecodeError:
-            continue
+            row = None
+        if isinstance(row, dict) and "step" in row:
+            rows.append(row)
+        elif path is not None and (i < len(lines) - 1 or row is not None):
+            raise CheckpointError(f"{path}: line {i + 1} is not a metrics row (damaged); delete "
+                                  "that line to read the others (its step's row is then "
+                                  "missing)")
     return rows
 
 
@@ -155,7 +162,7 @@ def read_rows(run_dir: Path | str) -> list[dict]:
     if not path.is_file():
         raise CheckpointError(f"{path} is missing: {run_dir} is not a run directory, or was "
                               "trained before lgjax saved metrics (train it again to get them)")
-    return _parse(path.read_text().splitlines())
+    return _parse(path.read_text().splitlines(), path)
 
 
 def columns(rows: list[dict]) -> dict[str, np.ndarray]:
