@@ -71,6 +71,17 @@ def kill_process_1_after(job, step_dir) -> str:
     return first
 
 
+def test_a_job_whose_command_refuses_its_input_exits_2_naming_the_field(tmp_path):
+    """Every process refuses the odd RoPE width before anything starts: the launcher stops
+    the job and exits 2, as the command alone would, with the command's line shown."""
+    job = cli(*LAUNCH, *TINY, "--d", "15", *where(tmp_path, "bad"))
+    _, err = finish(job)
+    assert job.returncode == 2, err[-2000:]
+    last = err.strip().splitlines()[-1]
+    assert "exited with code 2" in last and "model.d" in err, err[-2000:]
+    assert not (tmp_path / "bad").exists()
+
+
 @pytest.mark.jobs
 def test_two_process_job_killed_resumed_equals_one_process(tmp_path):
     four = xla_flags(4)

@@ -82,9 +82,9 @@ def stop(procs: list[subprocess.Popen]) -> None:
             p.wait()
 
 
-def wait_all(procs: list[subprocess.Popen], logs: list[Path | None]) -> str | None:
+def wait_all(procs: list[subprocess.Popen], logs: list[Path | None]) -> tuple[str, int] | None:
     """None once every process has succeeded; at the first failure, after stopping the others,
-    one line naming the process, its exit status and its log."""
+    one line naming the process, its exit status and its log, and that exit status."""
     while True:
         codes = [p.poll() for p in procs]
         failed = next((i for i, c in enumerate(codes) if c not in (None, 0)), None)
@@ -94,14 +94,15 @@ def wait_all(procs: list[subprocess.Popen], logs: list[Path | None]) -> str | No
             how = f"was killed by {signal.Signals(-code).name}" if code < 0 else \
                 f"exited with code {code}"
             where = "output above" if log is None else f"log {log}: {last_line(log)}"
-            return f"process {failed} of {len(procs)} {how}; stopped the others ({where})"
+            return f"process {failed} of {len(procs)} {how}; stopped the others ({where})", code
         if all(c == 0 for c in codes):
             return None
         time.sleep(POLL_SECONDS)
 
 
 def main(cfg: Config) -> int:
-    """Run the job; 0 when every process succeeded, else 1 after one line on stderr."""
+    """Run the job; 0 when every process succeeded, else (after one line on stderr) 2 when the
+    failing process refused its input (exit 2, as the command alone), 1 otherwise."""
     check(cfg)
     port = free_port()
     log_dir = Path(tempfile.mkdtemp(prefix="lgjax-launch-"))
@@ -118,8 +119,8 @@ def main(cfg: Config) -> int:
               f"logs of processes 1.. in {log_dir}", file=sys.stderr, flush=True)
         failure = wait_all(procs, logs)
         if failure is not None:
-            print(f"lgjax launch: {failure}", file=sys.stderr)
-            return 1
+            print(f"lgjax launch: {failure[0]}", file=sys.stderr)
+            return 2 if failure[1] == 2 else 1  # 2: the command refused its input, as alone
     except KeyboardInterrupt:
         stop(procs)
         print("lgjax launch: interrupted; stopped every process", file=sys.stderr)
