@@ -2,12 +2,9 @@
 newest intact step and replaces the damaged ones, analysis reads the intact steps and lists the
 others."""
 
-import contextlib
-import gc
 import json
 import os
 import shutil
-import sys
 
 import chex
 import jax
@@ -18,6 +15,7 @@ from hypothesis import strategies as st
 
 from lgjax import checkpoints, train
 from lgjax.checkpoints import driver, integrity
+from lgjax.checkpoints.rundir import failed_reads_muted
 from lgjax.runs import open_run
 from tests.conftest import tiny
 
@@ -129,22 +127,6 @@ def test_any_single_flipped_bit_in_a_step_is_refused(saved, tmp_path_factory, pi
         run.restore_verified(4)
 
 
-@contextlib.contextmanager
-def orbax_read_failures_muted():
-    """The search below reads orbax directly through bits it breaks: each failed read leaves
-    sibling reads that end as unraisable GeneratorExit or "Event loop is closed" warnings, in
-    this test or, collected later, in another. They are orbax's noise about files broken on
-    purpose (restore_verified mutes its own the same way), so they are muted and collected
-    here."""
-    hook = sys.unraisablehook
-    sys.unraisablehook = lambda _: None
-    try:
-        yield
-    finally:
-        gc.collect()
-        sys.unraisablehook = hook
-
-
 def test_flip_that_orbax_restores_silently_is_caught_by_array_digests(run_copy, saved):
     """Without file digests (a kill between commit and their writing), a flipped bit that orbax
     decodes into wrong numbers is still refused: the restored arrays differ from the saved ones."""
@@ -155,7 +137,9 @@ def test_flip_that_orbax_restores_silently_is_caught_by_array_digests(run_copy, 
     run = open_run(run_copy)
     good = run.restore_verified(4)
     data = array_files(run_copy / "4")[0]
-    with orbax_read_failures_muted():
+    # the search reads orbax directly through bits it breaks on purpose: the failed reads'
+    # warnings surfaced in this test or, collected later, in another
+    with failed_reads_muted():
         for bit in range(3, 8 * data.stat().st_size, 8 * 41):
             flip_bit(data, bit)
             try:

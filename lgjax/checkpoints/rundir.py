@@ -126,14 +126,18 @@ def _quiet_orbax():
             log.setLevel(level)
 
 
-def _drop_failed_reads() -> None:
-    """A failed orbax read leaves its sibling reads as dropped coroutines; collect them now, with
-    the unraisable hook muted, instead of letting the collector print a traceback for each."""
+@contextlib.contextmanager
+def failed_reads_muted():
+    """A failed orbax read leaves its sibling reads as dropped coroutines (and tensorstore
+    callbacks into its closed event loop): their unraisable warnings are muted within, and the
+    dropped reads are collected on leaving, instead of the collector printing a traceback for
+    each later, wherever it runs."""
     hook = sys.unraisablehook
     sys.unraisablehook = lambda _: None
     try:
-        gc.collect()
+        yield
     finally:
+        gc.collect()
         sys.unraisablehook = hook
 
 
@@ -305,7 +309,8 @@ class RunDir:
                 restored = self.manager.restore(
                     step, args=ocp.args.StandardRestore(self.template))
         except Exception as err:  # orbax and tensorstore raise many types for unreadable data
-            _drop_failed_reads()
+            with failed_reads_muted():
+                pass  # this read failed: collect what it dropped
             raise damaged(self.path, step, f"orbax cannot read it ({_first_line(err)})") from err
         # on the host for the digests; handed back uncommitted, like a fresh init, so the
         # chunk runner compiled for a fresh run serves a resumed one too
