@@ -58,6 +58,13 @@ def split_cpu_into_devices() -> None:
         pass
 
 
+def share_accelerator() -> None:
+    """Several processes on one GPU (`reproduce --jobs N`): each takes device memory as it
+    needs it instead of XLA's default 75% at start, which would leave the second process none.
+    Left alone where XLA_PYTHON_CLIENT_PREALLOCATE is set; no effect once the backend started."""
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+
 def maybe_initialize_distributed() -> None:
     """Multi-host runs: with LGJAX_DISTRIBUTED=1 join the job before any device is used.
 

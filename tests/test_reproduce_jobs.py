@@ -13,11 +13,11 @@ from lgjax.config import ConfigError
 from lgjax.harness.cli import main
 from lgjax.harness.study import RunOptions
 from lgjax.reproduce import command as reproduce
-from lgjax.reproduce.jobs import Claim, next_step, ranks
+from lgjax.reproduce.jobs import Claim, Lane, lane_ranks, next_step, ranks
 
 
-def claim(dirs=(), configs=(), barrier=False) -> Claim:
-    return Claim(frozenset(dirs), frozenset(configs), barrier)
+def claim(dirs=(), configs=(), barrier=False, study="") -> Claim:
+    return Claim(frozenset(dirs), frozenset(configs), barrier, study)
 
 
 def test_a_shared_run_directory_waits_and_a_shared_config_is_taken_last():
@@ -37,6 +37,31 @@ def test_a_report_waits_for_every_step_before_it_and_holds_back_the_rest():
     assert next_step([2], [1], claims, [0, 1, 2]) is None  # nothing beside the report
     # a step after the report never starts before it, however it ranks
     assert next_step([1, 2], [0], claims, [1, 2, 0]) is None
+
+
+def test_a_report_orders_only_its_own_studys_steps():
+    """`reproduce all --jobs N`: one pool over the studies; study a's report waits for a's
+    steps, not for b's, and b's steps start beside it."""
+    claims = [claim({"a0"}, study="a"), claim(barrier=True, study="a"),
+              claim({"b0"}, study="b"), claim(barrier=True, study="b"), claim({"b1"}, study="b")]
+    rank = [0, 1, 2, 3, 4]
+    assert next_step([1, 2, 3, 4], [0], claims, rank) == 2  # a's report waits for a0 only
+    assert next_step([1, 3, 4], [2], claims, rank) == 1  # ... and runs beside b's steps
+    assert next_step([3, 4], [1, 2], claims, rank) is None  # b's report waits for b0
+    assert next_step([3, 4], [1], claims, rank) == 3
+    assert next_step([4], [1, 3], claims, rank) is None  # b1 waits for b's report
+
+
+def test_every_studys_longest_start_first():
+    class Step:
+        def __init__(self, experiment):
+            self.experiment, self.part_of = experiment, ""
+
+    lanes = [Lane("a", [Step("lab"), Step("train")], None, ("train",)),
+             Lane("b", [Step("x"), Step("y"), Step("z")], None, ("z", "y")),
+             Lane("c", [Step("alpha")], None)]
+    # the first-named of each study (train, z), then the second-named (y), then plan order
+    assert lane_ranks(lanes) == [3, 0, 4, 2, 1, 5]
 
 
 def test_the_longest_start_first_then_plan_order():
@@ -168,6 +193,25 @@ def test_jobs_default_to_one_per_core_only_at_quick_on_a_cpu(monkeypatch):
     assert reproduce.run_jobs(reproduce.Config(quick=True)) == 1
     with pytest.raises(ConfigError, match="--jobs"):
         reproduce.run_jobs(reproduce.Config(jobs=2))
+
+
+def test_jobs_share_one_gpu_but_not_a_tpu(monkeypatch):
+    import jax
+
+    from lgjax import runtime
+
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert reproduce.run_jobs(reproduce.Config(jobs=3)) == 3
+    assert reproduce.run_jobs(reproduce.Config(quick=True)) == 1  # quick: one per core on a CPU
+    monkeypatch.setattr(jax, "default_backend", lambda: "tpu")
+    with pytest.raises(ConfigError, match="--jobs: .* not tpu; give --jobs 1"):
+        reproduce.run_jobs(reproduce.Config(jobs=2))
+    monkeypatch.delenv("XLA_PYTHON_CLIENT_PREALLOCATE", raising=False)
+    runtime.share_accelerator()
+    assert os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "true")  # a user's own choice stays
+    runtime.share_accelerator()
+    assert os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
 
 
 def test_a_stopped_reproduction_continues_with_resume(tmp_path, tiny_quick, capsys):

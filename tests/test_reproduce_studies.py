@@ -236,12 +236,17 @@ def tiny(monkeypatch):
 
 
 def test_reproduce_all_quick_end_to_end(tmp_path, tiny, capsys):
+    """Two jobs: the studies' steps in one pool of workers (test_reproduce_jobs.py compares
+    workers with one process)."""
     out = tmp_path / "rep"
-    # one process (CI's cores are busy with other tests; test_reproduce_jobs runs workers)
     assert main(["reproduce", "all", "--quick", "--out", str(out), "--ckpt-root",
-                 str(tmp_path / "ck"), "--no-progress", "--jobs", "1"]) == 0
-    text = capsys.readouterr().out
+                 str(tmp_path / "ck"), "--no-progress", "--jobs", "2"]) == 0
+    printed = capsys.readouterr()
+    text = printed.out
     assert "every study:" in text and "realizability:" in text and "contract:" in text
+    assert "every study's steps:" in printed.err and "elapsed with 2 jobs" in printed.err
+    assert "== contract: contract-train (started)" in printed.err
+    assert (out / "contract" / "logs" / "contract-train.out").is_file()  # its lane's logs
     combined = json.loads((out / "report.json").read_text())
     assert set(combined) == {"implicit-bias", "realizability", "contract"}
     md = (out / "report.md").read_text()

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import jax
 
+from lgjax import runtime
 from lgjax.config import ConfigError
 from lgjax.harness.outputs import check_writable, read_result
 from lgjax.harness.ranges import option
@@ -84,15 +85,18 @@ def run_devices(cfg: Config) -> int:
 def run_jobs(cfg: Config) -> int:
     """--jobs, where 0 means one per core at --quick on a CPU (a quick step keeps about one
     core busy: lgjax.reproduce.jobs) and one otherwise (a published-scale run already splits
-    over every core, and an accelerator belongs to one process)."""
+    over every core). On one GPU several jobs share the device (each worker takes memory as it
+    needs it): a step's compilation, on the host's cores, then overlaps the others' steps. A
+    TPU, or a job of several processes, belongs to one process."""
     distributed = os.environ.get("LGJAX_DISTRIBUTED") == "1"
-    if cfg.jobs > 1 and (distributed or jax.default_backend() != "cpu"):
-        where = "a job of several processes" if distributed else jax.default_backend()
-        raise ConfigError(f"--jobs: steps in worker processes are for one process on a CPU, "
-                          f"not {where}; give --jobs 1")
+    backend = jax.default_backend()
+    if cfg.jobs > 1 and (distributed or backend not in ("cpu", "gpu", "cuda", "rocm")):
+        where = "a job of several processes" if distributed else backend
+        raise ConfigError(f"--jobs: steps in worker processes are for one process on a CPU or "
+                          f"a GPU, not {where}; give --jobs 1")
     if cfg.jobs:
         return cfg.jobs
-    on_cpu = not distributed and jax.default_backend() == "cpu"
+    on_cpu = not distributed and backend == "cpu"
     return len(os.sched_getaffinity(0)) if cfg.quick and on_cpu else 1
 
 
@@ -190,22 +194,36 @@ def prepare(cfg: Config) -> Prepared:
     return Prepared(cfg, claim_set, experiments, every, planned, min(n_jobs, len(planned)) or 1)
 
 
+def lane(prepared: Prepared) -> jobs.Lane:
+    cfg = prepared.cfg
+    return jobs.Lane(cfg.study, prepared.planned, Path(cfg.out) / "logs",
+                     STUDIES[cfg.study].longest_first)
+
+
+def run_serially(prepared: Prepared) -> dict[str, float]:
+    walls = {}
+    for step in prepared.planned:
+        label = jobs.label_of(step)
+        print(f"== {prepared.cfg.study}: {label}", file=sys.stderr)
+        t0 = time.perf_counter()
+        run_step(step)
+        walls[label] = time.perf_counter() - t0
+    return walls
+
+
 def reproduce(prepared: Prepared) -> dict:
     """One study: run its plan, check every claim, write its report into cfg.out."""
-    cfg, planned, n_jobs = prepared.cfg, prepared.planned, prepared.jobs
     t_start = time.perf_counter()
-    if n_jobs > 1:
-        walls = jobs.run(planned, n_jobs, Path(cfg.out) / "logs", cfg.study,
-                         STUDIES[cfg.study].longest_first)
+    if prepared.jobs > 1:
+        walls = jobs.run([lane(prepared)], prepared.jobs)[prepared.cfg.study]
     else:
-        walls = {}
-        for step in planned:
-            label = jobs.label_of(step)
-            print(f"== {cfg.study}: {label}", file=sys.stderr)
-            t0 = time.perf_counter()
-            run_step(step)
-            walls[label] = time.perf_counter() - t0
-    elapsed = time.perf_counter() - t_start
+        walls = run_serially(prepared)
+    return conclude(prepared, walls, time.perf_counter() - t_start, prepared.jobs)
+
+
+def conclude(prepared: Prepared, walls: dict[str, float], elapsed: float, n_jobs: int) -> dict:
+    """Check every claim against the study's results files and write its report."""
+    cfg = prepared.cfg
     results = load_results(prepared.every)
     verdicts = claims.check(prepared.claim_set, results)
     reduced = cfg.quick or any(r.get("reduced") for r in results.values())
@@ -220,7 +238,20 @@ def reproduce(prepared: Prepared) -> dict:
             "elapsed_seconds": elapsed, "jobs": n_jobs}
 
 
+def reproduce_together(prepared: list[Prepared]) -> dict[str, dict]:
+    """Every study's steps in one pool of workers (`reproduce all --jobs N`): one study's long
+    step runs beside the others' steps instead of after them; then each study's claims."""
+    n_jobs = min(run_jobs(prepared[0].cfg), sum(len(p.planned) for p in prepared)) or 1
+    t_start = time.perf_counter()
+    walls = jobs.run([lane(p) for p in prepared], n_jobs)
+    elapsed = time.perf_counter() - t_start
+    print(f"every study's steps: {elapsed:.0f} s elapsed with {n_jobs} jobs", file=sys.stderr)
+    return {p.cfg.study: conclude(p, walls[p.cfg.study], elapsed, n_jobs) for p in prepared}
+
+
 def main(cfg: Config) -> dict:
+    if cfg.jobs > 1:
+        runtime.share_accelerator()  # before this process starts a backend beside its workers
     if cfg.study != ALL:
         if cfg.tiers and cfg.study in STUDIES and not STUDIES[cfg.study].tiers:
             having = [n for n, s in STUDIES.items() if s.tiers]
@@ -235,7 +266,10 @@ def main(cfg: Config) -> dict:
     # every study's checks (e.g. --tiers, run directories) before any of them runs
     prepared = [prepare(dataclasses.replace(cfg, study=name, out=str(Path(cfg.out) / name)))
                 for name in studies]
-    done = {p.cfg.study: reproduce(p) for p in prepared}
+    if max(p.jobs for p in prepared) > 1:
+        done = reproduce_together(prepared)
+    else:
+        done = {p.cfg.study: reproduce(p) for p in prepared}
     text = reproduce_report.write_combined(done, cfg.out)
     print(text)
     return done

@@ -1,4 +1,5 @@
-"""A reproduction's steps several at a time, each in a worker process (`reproduce --jobs N`).
+"""A reproduction's steps several at a time, each in a worker process (`reproduce --jobs N`),
+on a CPU or sharing one GPU.
 
 At the quick scale on a CPU a step is bound by tracing, compiling and dispatching small programs,
 work that keeps about one core busy (measured: `reproduce implicit-bias --quick` used 197 s of
@@ -40,37 +41,49 @@ class Claim:
 
     dirs: frozenset[str]
     configs: frozenset[str]
-    barrier: bool  # trains nothing of its own: runs alone, after every earlier step
+    barrier: bool  # trains nothing of its own: runs after its study's earlier steps, alone in it
+    study: str = ""  # a barrier orders only its own study's steps (`reproduce all --jobs N`)
 
 
-def claim_of(step) -> Claim:
+@dataclass(frozen=True)
+class Lane:
+    """One study's steps in a pool: where its workers' logs go, which of its experiments start
+    first (its longest)."""
+
+    study: str
+    steps: list
+    logs: Path
+    first: tuple[str, ...] = ()
+
+
+def claim_of(step, study: str = "") -> Claim:
     if not hasattr(step.module, "runs"):
-        return Claim(frozenset(), frozenset(), barrier=True)
+        return Claim(frozenset(), frozenset(), barrier=True, study=study)
     from lgjax.harness.study import options
 
     runs = step.module.runs(step.config)
     root = Path(options(step.config).ckpt_root)
     return Claim(frozenset(os.path.abspath(root / name) for name in runs),
-                 frozenset(rc.to_json() for rc in runs.values()), barrier=False)
+                 frozenset(rc.to_json() for rc in runs.values()), barrier=False, study=study)
 
 
 def next_step(pending: list[int], running: list[int], claims: list[Claim],
               rank: list[int]) -> int | None:
-    """The pending step to start beside the running ones (pending in plan order; among the
-    steps before the next barrier, the lowest rank first): one that shares no config with them
-    if there is such a step, else one that shares only configs."""
-    if pending and claims[pending[0]].barrier:
-        return pending[0] if not running else None
+    """The pending step to start beside the running ones (steps are numbered in plan order),
+    the lowest rank first: one that shares no config with them if there is such a step, else
+    one that shares only configs. Within a study a barrier waits for every step before it, and
+    the steps after it wait for it; other studies' steps pass it."""
+    active = set(pending) | set(running)
     held = [claims[i] for i in running]
-    if any(c.barrier for c in held):
-        return None
-    before = []
-    for i in pending:
+
+    def ready(i: int) -> bool:
+        same = [j for j in active if j < i and claims[j].study == claims[i].study]
         if claims[i].barrier:
-            break  # nothing passes a barrier
-        before.append(i)
+            return not same
+        return not any(claims[j].barrier for j in same)
+
     free = []
-    for i in sorted(before, key=lambda i: rank[i]):
+    for i in sorted((i for i in pending if ready(i)), key=lambda i: rank[i]):
         if any(claims[i].dirs & c.dirs for c in held):
             continue
         if not any(claims[i].configs & c.configs for c in held):
@@ -82,9 +95,20 @@ def next_step(pending: list[int], running: list[int], claims: list[Claim],
 def ranks(steps: list, first: tuple[str, ...]) -> list[int]:
     """Start order: the steps of the experiments named in `first` (the study's longest, by the
     step's own experiment name), then plan order."""
-    at = {name: j for j, name in enumerate(first)}
-    order = sorted(range(len(steps)), key=lambda i: (at.get(steps[i].experiment, len(first)), i))
-    return [order.index(i) for i in range(len(steps))]
+    return lane_ranks([Lane("", steps, Path(), first)])
+
+
+def lane_ranks(lanes: list[Lane]) -> list[int]:
+    """Start order over the lanes' steps, numbered lane after lane: each lane's longest in the
+    order its `first` names them (every lane's first-named, then every lane's second, ...), then
+    plan order, lane by lane."""
+    keys = []
+    for n, lane in enumerate(lanes):
+        at = {name: j for j, name in enumerate(lane.first)}
+        keys += [(0, at[s.experiment], n, i) if s.experiment in at else (1, 0, n, i)
+                 for i, s in enumerate(lane.steps)]
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    return [order.index(i) for i in range(len(keys))]
 
 
 def run_step(step) -> None:
@@ -106,14 +130,17 @@ def log_paths(logs: Path, step) -> tuple[Path, Path]:
     return logs / f"{stem}.out", logs / f"{stem}.err"
 
 
-def run(steps: list, jobs: int, logs: Path, study: str, first: tuple[str, ...] = ()
-        ) -> dict[str, float]:
-    """Every step, `jobs` at a time in worker processes, the experiments in `first` started
-    first: {label: seconds} in plan order."""
+def run(lanes: list[Lane], jobs: int) -> dict[str, dict[str, float]]:
+    """Every lane's steps, `jobs` at a time in worker processes, each lane's longest started
+    first: {study: {label: seconds}}, each in plan order."""
     from lgjax import plugins  # the parent's plugins are the workers' too
 
-    claims, rank = [claim_of(s) for s in steps], ranks(steps, first)
-    logs.mkdir(parents=True, exist_ok=True)
+    steps = [s for lane in lanes for s in lane.steps]
+    lane_of = [lane for lane in lanes for _ in lane.steps]
+    claims = [claim_of(s, lane.study) for s, lane in zip(steps, lane_of)]
+    rank = lane_ranks(lanes)
+    for lane in lanes:
+        lane.logs.mkdir(parents=True, exist_ok=True)
     cache = _cache_dir()
     context = multiprocessing.get_context("spawn")
     pending, running, walls = list(range(len(steps))), {}, {}
@@ -126,20 +153,20 @@ def run(steps: list, jobs: int, logs: Path, study: str, first: tuple[str, ...] =
                 if i is None:
                     break
                 pending.remove(i)
-                print(f"== {study}: {label_of(steps[i])} (started)", file=sys.stderr)
+                print(f"== {lane_of[i].study}: {label_of(steps[i])} (started)", file=sys.stderr)
                 # modules do not pickle: the worker imports the step's by name
                 portable = dataclasses.replace(steps[i], module=steps[i].module.__name__)
-                fut = pool.submit(_run_step, portable, *map(str, log_paths(logs, steps[i])))
-                running[fut] = i
+                logs = log_paths(lane_of[i].logs, steps[i])
+                running[pool.submit(_run_step, portable, *map(str, logs))] = i
             if not running:
                 break
             done, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
             for fut in done:
                 i = running.pop(fut)
                 outcome = fut.result()  # a dead worker raises BrokenProcessPool here
-                _show(steps[i], logs, study, outcome)
+                _show(steps[i], lane_of[i].logs, lane_of[i].study, outcome)
                 if outcome[0] == "ok":
-                    walls[label_of(steps[i])] = outcome[1]
+                    walls[i] = outcome[1]
                 elif failure is None:
                     failure = outcome
     if failure is not None:
@@ -147,7 +174,8 @@ def run(steps: list, jobs: int, logs: Path, study: str, first: tuple[str, ...] =
             raise Relayed(failure[1], int(failure[2]))
         raise RuntimeError(f"a step of the reproduction failed (its traceback is above): "
                            f"{failure[1]}")
-    return {label_of(s): walls[label_of(s)] for s in steps if label_of(s) in walls}
+    return {lane.study: {label_of(steps[i]): walls[i] for i in range(len(steps))
+                         if lane_of[i] is lane and i in walls} for lane in lanes}
 
 
 def _show(step, logs: Path, study: str, outcome: tuple) -> None:
@@ -167,9 +195,11 @@ def _cache_dir() -> str | None:
 
 
 def _setup(plugin_modules: list[str], cache: str | None) -> None:
-    """A worker starts as the CLI does: plugins first, the CPU split, the same cache."""
+    """A worker starts as the CLI does: plugins first, the CPU split, the same cache; on a GPU
+    it shares the device with the other workers."""
     from lgjax import plugins, runtime
 
+    runtime.share_accelerator()
     plugins.load(plugin_modules)
     runtime.split_cpu_into_devices()
     if cache:
