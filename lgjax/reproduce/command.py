@@ -221,8 +221,10 @@ def reproduce(prepared: Prepared) -> dict:
     return conclude(prepared, walls, time.perf_counter() - t_start, prepared.jobs)
 
 
-def conclude(prepared: Prepared, walls: dict[str, float], elapsed: float, n_jobs: int) -> dict:
-    """Check every claim against the study's results files and write its report."""
+def conclude(prepared: Prepared, walls: dict[str, float], elapsed: float, n_jobs: int,
+             shared: bool = False) -> dict:
+    """Check every claim against the study's results files and write its report (`shared`:
+    the elapsed time is of every study's steps in one pool)."""
     cfg = prepared.cfg
     results = load_results(prepared.every)
     verdicts = claims.check(prepared.claim_set, results)
@@ -233,7 +235,8 @@ def conclude(prepared: Prepared, walls: dict[str, float], elapsed: float, n_jobs
     print(text)
     print("wall seconds per experiment: " + ", ".join(f"{n} {s:.0f}" for n, s in walls.items())
           + f"; total {sum(walls.values()):.0f}"
-          + (f"; {elapsed:.0f} elapsed with {n_jobs} jobs" if n_jobs > 1 else ""))
+          + (f"; {elapsed:.0f} elapsed with {n_jobs} jobs" if n_jobs > 1 else "")
+          + (" (every study's steps)" if shared else ""))
     return {"verdicts": verdicts, "wall_seconds": walls, "reduced": reduced,
             "elapsed_seconds": elapsed, "jobs": n_jobs}
 
@@ -246,7 +249,8 @@ def reproduce_together(prepared: list[Prepared]) -> dict[str, dict]:
     walls = jobs.run([lane(p) for p in prepared], n_jobs)
     elapsed = time.perf_counter() - t_start
     print(f"every study's steps: {elapsed:.0f} s elapsed with {n_jobs} jobs", file=sys.stderr)
-    return {p.cfg.study: conclude(p, walls[p.cfg.study], elapsed, n_jobs) for p in prepared}
+    return {p.cfg.study: conclude(p, walls[p.cfg.study], elapsed, n_jobs, shared=True)
+            for p in prepared}
 
 
 def main(cfg: Config) -> dict:
