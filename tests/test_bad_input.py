@@ -363,13 +363,15 @@ def test_processes_probing_one_missing_out_folder_at_once_all_pass_and_make_noth
     """The processes of a job check --out together; a check neither fails because another is
     checking nor leaves a folder behind (making and removing the same folder raced: a job's
     process 1 stopped with 'cannot write in two/out' on a loaded machine)."""
+    import multiprocessing
     import os
     from concurrent.futures import ProcessPoolExecutor
 
     from lgjax.harness.outputs import check_writable
 
     out = tmp_path / "two" / "out"
-    with ProcessPoolExecutor(4) as pool:
+    # spawned: a fork of this process (JAX's threads running) could deadlock the child
+    with ProcessPoolExecutor(4, mp_context=multiprocessing.get_context("spawn")) as pool:
         done = [pool.submit(_probe_many, out, 300) for _ in range(4)]
         errors = [e for f in done for e in f.result()]
     assert errors == []
