@@ -8,8 +8,9 @@ data (<study package>/<study>.json); the study's readers map each id to a measur
 A study may declare a plan (its package's `reproduce.steps`): several runs of one command (e.g.
 contract-lab at three settings, read as results[experiment][key]) and report commands (`main`).
 `lgjax reproduce all` runs every study into <out>/<study> and writes one report over them.
-`--jobs N` runs N steps at once, each in a worker process (lgjax.reproduce.jobs); at --quick on
-a CPU that is one per core by default.
+`--jobs N` runs N steps at once, each in a worker process (lgjax.reproduce.jobs; under `all`
+every study's steps in one pool); at --quick on a CPU that is one per core by default, and on one
+GPU the workers share the device.
 Command: lgjax reproduce implicit-bias --quick      (~2 min here)
          lgjax reproduce implicit-bias              (published scale, transformer reduced on CPU)
          lgjax reproduce realizability [--tiers all] (1L1H + sweeps on a CPU; resumable)
