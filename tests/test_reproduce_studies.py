@@ -277,6 +277,20 @@ def test_bad_tiers_are_refused_before_any_work(tmp_path, capsys, study):
     assert not (tmp_path / "o").exists() and not (tmp_path / "ck").exists()
 
 
+def test_quick_transformers_and_grids_compile_at_xlas_defaults(tmp_path):
+    """--fast-compile serves the quick runs that compile longer than they run (implicit-bias's
+    small heads); the realizability grids and the contract matrix run longer than they
+    compile, at --quick too."""
+    cfg = reproduce.Config(quick=True, out=str(tmp_path / "out"), ckpt_root=str(tmp_path / "ck"))
+    _, exp = reproduce.experiment_config("multiseed", cfg, tmp_path / "ck")
+    assert exp.run.fast_compile
+    for study, plan in (("contract", contract_plan), ("realizability", realizability_plan)):
+        c = dataclasses.replace(cfg, study=study, tiers=("all",))
+        trained = [s for s in plan.steps(c, tmp_path / "ck", reproduce.QUICK_RUN)
+                   if hasattr(s.config, "run")]
+        assert trained and not any(s.config.run.fast_compile for s in trained), study
+
+
 @pytest.mark.parametrize("quick, devices, want", [(True, 0, 1), (False, 0, 0), (True, 2, 2),
                                                   (False, 2, 2)])
 def test_quick_runs_on_one_device_unless_told(tmp_path, quick, devices, want):
