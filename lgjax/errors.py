@@ -46,6 +46,11 @@ PREFIX = {ConfigError: "configuration error", CheckpointError: "checkpoint error
 
 def one_line(err: BaseException) -> str:
     """The first line of the message, prefixed by its kind; OS errors name the path."""
+    if isinstance(err, TimeoutError):  # an OSError, but no path of the user's is at fault
+        text = str(err).strip().splitlines()
+        return (f"timed out: {text[0] if text else 'no answer'}; a checkpoint save or another "
+                "process did not finish in time (a paused process, a stalled disk); rerun with "
+                "--resume: finished steps are kept")
     if isinstance(err, OSError):
         where = f" {err.filename}" if err.filename else ""
         return f"cannot use{where}: {err.strerror or err}; check the path and its permissions"

@@ -257,3 +257,25 @@ def test_undigested_step_holding_non_finite_values_is_damage(run_copy, saved, ru
     with run:
         assert run.restore_latest_intact()[0] == 4
     assert "no digests/ folder" in capsys.readouterr().err
+
+
+def test_a_background_save_outlives_a_paused_process(tmp_path):
+    """orbax times a save's commit in wall time (1200 s by default): a run stopped for longer
+    during a save died at its next step. The run directory's manager allows a day."""
+    from lgjax.checkpoints import rundir
+
+    manager = rundir._manager(tmp_path / "run")
+    try:
+        assert manager._options.async_options.timeout_secs == rundir.SAVE_TIMEOUT_S >= 86400
+    finally:
+        manager.close()
+
+
+def test_a_timeout_is_one_line_that_says_resume_not_permissions():
+    from lgjax.errors import EXPECTED, one_line
+
+    err = TimeoutError("ChainedFuture completed 2/3 futures but timed out after 2048.03 seconds.")
+    assert isinstance(err, EXPECTED)
+    line = one_line(err)
+    assert line.startswith("timed out: ChainedFuture") and "--resume" in line
+    assert "permissions" not in line

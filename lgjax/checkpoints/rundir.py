@@ -149,6 +149,11 @@ def _first_line(err: BaseException, limit: int = 160) -> str:
     return f"{type(err).__name__}: {text[0][:limit] if text else ''}"
 
 
+# how long a background save may take to commit: orbax's default (1200 s) counts wall time, so
+# a run stopped (SIGSTOP) for ~33 min during a save died at its next step (2026-12-04)
+SAVE_TIMEOUT_S = 24 * 3600
+
+
 def _manager(path: Path, keep: int | None = None, read_only: bool = False
              ) -> ocp.CheckpointManager:
     """orbax's manager of one unnamed item, told so up front: left to guess, it settles the
@@ -157,7 +162,8 @@ def _manager(path: Path, keep: int | None = None, read_only: bool = False
     options = ocp.CheckpointManagerOptions(
         read_only=True, create=False, step_name_format=CheckpointNames()) if read_only else \
         ocp.CheckpointManagerOptions(max_to_keep=keep, create=True, cleanup_tmp_directories=True,
-                                     step_name_format=CheckpointNames())
+                                     step_name_format=CheckpointNames(),
+                                     async_options=ocp.AsyncOptions(timeout_secs=SAVE_TIMEOUT_S))
     return ocp.CheckpointManager(path, options=options,
                                  item_handlers=ocp.StandardCheckpointHandler())
 
