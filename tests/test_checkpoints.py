@@ -7,7 +7,7 @@ import chex
 import pytest
 
 from lgjax import checkpoints, train
-from lgjax.checkpoints import driver
+from lgjax.checkpoints import driver, ledger
 from lgjax.config import ConfigError
 from lgjax.runs import open_run
 from tests.conftest import start_training, tiny, wait_for_step
@@ -51,9 +51,14 @@ def test_resume_after_outside_kill_equals_uninterrupted(tmp_path, capsys, runner
     with pytest.raises(ConfigError, match="--resume"):  # without --resume: refused, untouched
         driver.train_run(CFG, run)
     capsys.readouterr()
+    restored_from = checkpoints.step_folders(run)[-1]
+    before = ledger.at(run, restored_from)
     resumed = driver.train_run(CFG, run, resume=True, runner=runner)
     assert "took over the stale lock" in capsys.readouterr().err  # the killed writer's lock
     chex.assert_trees_all_equal(resumed, trained[1])  # bitwise
+    # the killed process paused 0.2 s at steps 0-3 before saving step 4; the resumed one took
+    # less than that alone, so its record carries the killed process's seconds on
+    assert before >= 0.8 and ledger.at(run, 12) > before
     reader = open_run(run)
     with reader:
         assert [s for s, _ in reader.readable_steps()] == [0, 1, 2, 4, 8, 12]

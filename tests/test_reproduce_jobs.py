@@ -87,7 +87,8 @@ def tiny_quick(monkeypatch):
 
 def numbers(results: dict) -> dict:
     """What a results file measured: its paths, timings and options left out."""
-    drop = {"run_dirs", "train_seconds", "measure_seconds", "wall_seconds", "config"}
+    drop = {"run_dirs", "train_seconds", "trained_seconds", "measure_seconds", "wall_seconds",
+            "config"}
     return {k: v for k, v in results.items() if k not in drop}
 
 
@@ -121,6 +122,16 @@ def test_two_jobs_measure_what_one_process_measures(tmp_path, tiny_quick, capsys
     report = [json.loads((tmp_path / f"out{j}" / "report.json").read_text())["verdicts"]
               for j in "12"]
     assert [v["status"] for v in report[0]] == [v["status"] for v in report[1]]
+    # run again over the finished runs: they reload in moments, and the report still says what
+    # training them cost (their run directories' records), not what reloading them took
+    assert main(["reproduce", "implicit-bias", "--quick", "--only", only, "--jobs", "1",
+                 "--out", str(tmp_path / "again"), "--ckpt-root", str(tmp_path / "ck1"),
+                 "--no-progress"]) == 0
+    assert "cost across processes" in capsys.readouterr().out
+    first, again = (json.loads((tmp_path / d / "report.json").read_text())["cost"]
+                    for d in ("out1", "again"))
+    assert first["runs"] > 0 and first["unrecorded"] == again["unrecorded"] == 0
+    assert again["training"] == first["training"] > 0
 
 
 def reproduce_with_runs_held(tmp_path) -> tuple[int, list]:

@@ -54,6 +54,8 @@ def test_a_study_reuses_another_study_s_finished_run_and_measures_the_same(tmp_p
     shared = json.loads((tmp_path / "l" / "results.json").read_text())
     twin = (ck / "prop1" / "K2").absolute()
     assert shared["run_dirs"]["linear/softmax"] == str(twin)
+    trained = json.loads((tmp_path / "p" / "results.json").read_text())["trained_seconds"]
+    assert shared["trained_seconds"]["linear/softmax"] == trained["prop1/K2"]  # what it cost
     link = ck / "linear" / "softmax"  # the name links to the twin: nothing trained for it
     assert link.is_symlink() and link.resolve() == twin.resolve()
     assert (ck / "linear" / "linear").is_dir() and not (ck / "linear" / "linear").is_symlink()

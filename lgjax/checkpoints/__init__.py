@@ -5,6 +5,7 @@ a writer's lock; `driver.train_run` joins them to the trainer.
   folders    which numbered folders are checkpoints (stray ones are kept out of orbax's sight)
   integrity  digests of every saved step, atomic writes, damage reports
   lock       one writer per run directory
+  ledger     the seconds of training to each checkpoint, across the processes that trained it
   driver     train a run with checkpoints on its schedule, resumable
   metrics    metrics.jsonl: per-seed loss at every chunk boundary, as a run trains
   events     the same as TensorBoard scalars, one folder per seed (with tensorboardX)

@@ -3,8 +3,8 @@
 A run is one RunConfig (its seeds stacked) or a grid of cells trained in one program
 (`lgjax.grid.Grid`): any config with `to_json` and `from_json`.
 Layout: <run_dir>/config.json, <run_dir>/<step>/ (orbax CheckpointManager), <run_dir>/digests/
-(lgjax.checkpoints.integrity) and, while a process writes it, <run_dir>/lgjax.lock
-(lgjax.checkpoints.lock).
+(lgjax.checkpoints.integrity), <run_dir>/trained_seconds.json (lgjax.checkpoints.ledger) and,
+while a process writes it, <run_dir>/lgjax.lock (lgjax.checkpoints.lock).
 A directory that holds a different config, or checkpoints without a config, is refused; restores
 are strict, against `train.abstract_states(cfg)`, and verified against the step's digests.
 In a job of several processes every process saves its own block of seeds through orbax (which
@@ -21,6 +21,7 @@ import logging
 import os
 import shutil
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +30,7 @@ import jax
 import orbax.checkpoint as ocp
 
 from lgjax import plugins, train
+from lgjax.checkpoints import ledger
 from lgjax.checkpoints.folders import CheckpointNames, step_folders, stray_folders
 from lgjax.checkpoints.integrity import (
     CheckpointError,
@@ -189,6 +191,9 @@ class RunDir:
         self._lock = RunDirLock(self.path)  # taken by a writer only; releasing is idempotent
         self._pending: int | None = None  # saved step whose files are not digested yet
         self._legacy_noticed = False
+        # lgjax.checkpoints.ledger: this process's seconds count from here; the seconds before
+        # it are those recorded at the step it restores (0 for a run with no step yet)
+        self._opened_at, self._seconds_before = time.perf_counter(), None
         if readonly:
             read_config(self.path, type(cfg))
             with _quiet_orbax():  # it warns that a read-only manager saves nothing
@@ -197,6 +202,8 @@ class RunDir:
             self._open_for_writing(resume)
         self._config_sha = sha256_file(self.path / CONFIG_FILE)
         self.strays = stray_folders(self.path)
+        if not readonly and not self.steps():
+            self._seconds_before = 0.0
         if self.strays and is_leader():
             print(f"lgjax: {self.path}: folder{'s' * (len(self.strays) > 1)} "
                   f"{', '.join(map(str, self.strays))} "
@@ -261,6 +268,9 @@ class RunDir:
         whole = to_host(states)  # several processes: every one takes part in the gather
         if is_leader():
             self.digests.write_arrays(step, whole, self._config_sha)
+            if self._seconds_before is not None:
+                ledger.record(self.path, step, self._seconds_before
+                              + time.perf_counter() - self._opened_at)
         if not self.manager.save(step, args=ocp.args.StandardSave(states)):
             raise CheckpointError(f"orbax declined to save step {step} in {self.path} (newer "
                                   f"steps: {[s for s in self.steps() if s > step]})", step)
@@ -376,6 +386,8 @@ class RunDir:
         record = None if self.readonly else self.digests.load(step)
         if record is not None and "files" not in record and is_leader():
             self.digests.add_files(step)  # killed before they were recorded; arrays verified
+        if not self.readonly:
+            self._seconds_before = ledger.at(self.path, step)
         if bad:
             print(f"lgjax: {self.path}: damaged checkpoint step{'s' * (len(bad) > 1)} "
                   f"skipped ({what}); resuming from step {step}", file=sys.stderr)

@@ -24,7 +24,7 @@ import numpy as np
 from tqdm import tqdm
 
 from lgjax import checkpoints, grid, plugins, train
-from lgjax.checkpoints import driver, twins
+from lgjax.checkpoints import driver, ledger, twins
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.devices import check_memory, is_leader, seed_mesh, to_host
 from lgjax.harness import ranges
@@ -56,7 +56,10 @@ class Trained:
     config: RunConfig | grid.Grid  # what was trained
     states: train.TrainState  # final stacked (seed-axis) state
     run_dir: Path  # where its checkpoints are
-    seconds: float  # wall time of training (or of reloading a finished run)
+    seconds: float  # wall time of training (or of reloading a finished run) in this process
+    # seconds of training from step 0 to the end, across every process that trained it (None:
+    # not recorded; lgjax.checkpoints.ledger)
+    trained_seconds: float | None = None
 
 
 class Study(Protocol):
@@ -241,7 +244,8 @@ def train_one(rc: RunConfig | grid.Grid, run_dir: Path, opts: RunOptions, label:
                                   devices=opts.devices or None)
     bar.close()
     states = to_host(states)  # several processes: each held only its block of seeds
-    return Trained(rc, states, run_dir, time.perf_counter() - t0)
+    return Trained(rc, states, run_dir, time.perf_counter() - t0,
+                   ledger.at(run_dir, rc.train.steps))
 
 
 def run_study(module: ModuleType, cfg) -> dict:
@@ -262,7 +266,8 @@ def run_study(module: ModuleType, cfg) -> dict:
               "reduced": is_reduced(cfg, hook(module, "SCALE")),
               **module.measure(cfg, trained),
               "run_dirs": {run: str(t.run_dir) for run, t in trained.items()},
-              "train_seconds": {run: t.seconds for run, t in trained.items()}}
+              "train_seconds": {run: t.seconds for run, t in trained.items()},
+              "trained_seconds": {run: t.trained_seconds for run, t in trained.items()}}
     result["measure_seconds"] = time.perf_counter() - t0 - t_train
     result["wall_seconds"] = time.perf_counter() - t0
     result = json.loads(json.dumps(result, default=jsonable))  # what the file holds, exactly

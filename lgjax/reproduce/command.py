@@ -34,7 +34,7 @@ from lgjax.config import ConfigError
 from lgjax.harness.outputs import check_writable, read_result
 from lgjax.harness.ranges import option
 from lgjax.harness.study import RunOptions, preflight
-from lgjax.reproduce import claims, jobs
+from lgjax.reproduce import claims, cost, jobs
 from lgjax.reproduce import report as reproduce_report
 from lgjax.reproduce.jobs import run_step
 from lgjax.studies import STUDIES
@@ -231,15 +231,23 @@ def conclude(prepared: Prepared, walls: dict[str, float], elapsed: float, n_jobs
     verdicts = claims.check(prepared.claim_set, results)
     reduced = cfg.quick or any(r.get("reduced") for r in results.values())
     dirs = {s.experiment: s.out for s in prepared.every if not s.key}
+    spent = cost.of_steps(walls, {jobs.label_of(s): step_result(s, results)
+                                  for s in prepared.planned})
     text = reproduce_report.write_report(verdicts, results, reproduce_report.figures_in(dirs),
-                                         cfg.out, reduced, cfg.study)
+                                         cfg.out, reduced, cfg.study, spent)
     print(text)
     print("wall seconds per experiment: " + ", ".join(f"{n} {s:.0f}" for n, s in walls.items())
           + f"; total {sum(walls.values()):.0f}"
           + (f"; {elapsed:.0f} elapsed with {n_jobs} jobs" if n_jobs > 1 else "")
           + (" (every study's steps)" if shared else ""))
+    print(spent.line())
     return {"verdicts": verdicts, "wall_seconds": walls, "reduced": reduced,
-            "elapsed_seconds": elapsed, "jobs": n_jobs}
+            "elapsed_seconds": elapsed, "jobs": n_jobs, "cost": dataclasses.asdict(spent)}
+
+
+def step_result(step: Step, results: dict[str, dict]) -> dict | None:
+    doc = results.get(step.experiment)
+    return doc.get(step.key) if step.key and isinstance(doc, dict) else doc
 
 
 def reproduce_together(prepared: list[Prepared]) -> dict[str, dict]:

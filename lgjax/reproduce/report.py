@@ -28,6 +28,7 @@ import numpy as np
 
 from lgjax.harness.outputs import markdown_table
 from lgjax.reproduce.claims import DIFFERS, FAILS, HOLDS, MATCHES, NOT_RUN, Verdict, fmt_number
+from lgjax.reproduce.cost import Cost
 
 MARK = {MATCHES: "matches", DIFFERS: "DIFFERS", NOT_RUN: "not run", HOLDS: "holds",
         FAILS: "FAILS"}
@@ -144,9 +145,11 @@ def _experiments(verdicts, results, figures) -> list[str]:
     return list(dict.fromkeys([v.experiment for v in verdicts] + list(results) + list(figures)))
 
 
-def write_json(verdicts, results, figures, path: Path, reduced: bool, study: str) -> None:
+def write_json(verdicts, results, figures, path: Path, reduced: bool, study: str,
+               spent: Cost | None = None) -> None:
     doc = {"study": study, "reduced": reduced, "reduced_experiments": reduced_experiments(results),
            "counts": counts(verdicts),
+           "cost": dataclasses.asdict(spent) if spent is not None else None,
            "experiments": {name: {"ran": name in results,
                                   "reduced": results.get(name, {}).get("reduced"),
                                   "wall_seconds": results.get(name, {}).get("wall_seconds"),
@@ -177,12 +180,15 @@ EXPECT_COLS = ["expectation", "spec", "says", "published", "measured", "criterio
 SHORT_COLS = ["claim", "published", "measured", "verdict"]
 
 
-def report_markdown(verdicts, results, figures, out: Path, reduced: bool, study: str) -> str:
+def report_markdown(verdicts, results, figures, out: Path, reduced: bool, study: str,
+                    spent: Cost | None = None) -> str:
     """report.md's text (report.html renders it); copies the figures it links to out/figures."""
     claims = [v for v in verdicts if v.kind == "claim"]
     expects = [v for v in verdicts if v.kind == "expect"]
     lines = [f"# Reproduction report: {study}", "", f"**{scale_line(reduced, results)}**", "",
-             "```", summary(verdicts, results, reduced, study), "```", "", "## Claims", ""]
+             "```", summary(verdicts, results, reduced, study), "```", ""]
+    lines += [f"{spent.line()}.", ""] if spent is not None else []
+    lines += ["## Claims", ""]
     lines += markdown_table(CLAIM_COLS, [_row(v) for v in claims])
     lines += ["", "## Expectations (the spec's qualitative \"expect\" column)", ""]
     lines += markdown_table(EXPECT_COLS, [_row(v) for v in expects])
@@ -240,16 +246,16 @@ def render_html(md: str, out: Path, study: str) -> str:
 
 def write_report(verdicts: list[Verdict], results_by_experiment: dict[str, dict],
                  figures: dict[str, Path | list[Path]], out_dir: Path | str, reduced: bool,
-                 study: str = "implicit-bias") -> str:
+                 study: str = "implicit-bias", spent: Cost | None = None) -> str:
     """Write report.md (+ figures/), report.html (self-contained), report.json into out_dir;
-    return the one-screen summary (the caller prints it)."""
+    return the one-screen summary (the caller prints it). `spent`: what the steps cost."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     figures = {k: [Path(p) for p in (v if isinstance(v, list | tuple) else [v])]
                for k, v in figures.items()}
     args = (verdicts, results_by_experiment, figures)
-    write_json(*args, out / "report.json", reduced, study)
-    md = report_markdown(*args, out, reduced, study)
+    write_json(*args, out / "report.json", reduced, study, spent)
+    md = report_markdown(*args, out, reduced, study, spent)
     (out / "report.md").write_text(md)
     (out / "report.html").write_text(render_html(md, out, study))
     return (summary(verdicts, results_by_experiment, reduced, study)
@@ -266,7 +272,7 @@ def write_combined(done: dict[str, dict], out_dir: Path | str) -> str:
     a summary table per study, then each study's own report as its section."""
     out = Path(out_dir)
     cols = ["study", "scale", "claim checks", "match", "differ", "not run", "judged",
-            "expectations hold / fail / not run", "wall s"]
+            "expectations hold / fail / not run", "wall s", "cost s"]
     rows, sections, doc = [], [], {}
     for study, res in done.items():
         sub = json.loads((out / study / "report.json").read_text())
@@ -275,11 +281,12 @@ def write_combined(done: dict[str, dict], out_dir: Path | str) -> str:
                      n["matches"], n["differs"], n["claims_not_run"],
                      ", ".join(f"{k} {c}" for k, c in n.get("judged", {}).items()) or "-",
                      f"{n['holds']} / {n['fails']} / {n['expectations_not_run']}",
-                     f"{wall:.0f}"])
+                     f"{wall:.0f}", f"{res['cost']['seconds']:.0f}"])
         md = (out / study / "report.md").read_text()
         md = md.replace(f"]({FIGURES}/", f"]({study}/{FIGURES}/")  # figures stay beside it
         sections += ["", re.sub(r"^#", "##", md, flags=re.M)]
-        doc[study] = {"counts": n, "reduced": sub["reduced"], "wall_seconds": res["wall_seconds"]}
+        doc[study] = {"counts": n, "reduced": sub["reduced"], "wall_seconds": res["wall_seconds"],
+                      "cost": res["cost"]}
     table = markdown_table(cols, rows)
     md = "\n".join(["# Reproduction report: every study", "", *table, *sections]) + "\n"
     (out / "report.md").write_text(md)
@@ -287,5 +294,8 @@ def write_combined(done: dict[str, dict], out_dir: Path | str) -> str:
     (out / "report.json").write_text(json.dumps(_json_safe(doc), indent=1))
     lines = ["every study:"] + [f"  {r[0]}: {r[3]} of {r[2]} claim checks match, {r[4]} differ, "
                                 f"{r[5]} not run{'; ' + r[6] if r[6] != '-' else ''} "
-                                f"({r[1]} scale, {r[8]} s)" for r in rows]
+                                f"({r[1]} scale, {r[8]} s here, {r[9]} s across processes)"
+                                for r in rows]
+    total = sum(res["cost"]["seconds"] for res in done.values())
+    lines.append(f"  cost of every study across processes: {total:.0f} s")
     return "\n".join(lines + [f"wrote {out / 'report.md'}, report.html, report.json"])
