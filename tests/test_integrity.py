@@ -279,3 +279,26 @@ def test_a_timeout_is_one_line_that_says_resume_not_permissions():
     line = one_line(err)
     assert line.startswith("timed out: ChainedFuture") and "--resume" in line
     assert "permissions" not in line
+
+
+def test_a_failed_background_save_is_raised_not_logged_with_its_traceback(tmp_path, caplog):
+    """orbax's own save thread (not a copy of its message) fails a commit: nothing is logged at
+    ERROR, and the error still reaches the caller at the next check."""
+    import logging
+
+    from orbax.checkpoint._src.checkpointers import async_checkpointer
+
+    from lgjax.checkpoints import rundir  # noqa: F401  (installs the filter)
+
+    class FailingCommit:
+        def result(self, timeout=None):
+            raise OSError("disk gone")
+
+    saver = async_checkpointer._AsyncManager(barrier_sync_fn=lambda **_: None, timeout_secs=60)
+    with caplog.at_level(logging.INFO, logger="absl"):
+        saver.start_async_commit(tmp_path, [FailingCommit()], lambda: None)
+        saver._thread.join()
+    assert "Background save thread started" in caplog.text  # orbax's own log, not muted
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    with pytest.raises(OSError, match="disk gone"):
+        saver.check_for_errors()

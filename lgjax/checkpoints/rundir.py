@@ -156,6 +156,18 @@ def _first_line(err: BaseException, limit: int = 160) -> str:
 SAVE_TIMEOUT_S = 24 * 3600
 
 
+class _SaveFailureLogged(logging.Filter):
+    """orbax logs a failed background save, traceback and all, from its save thread, then
+    raises the same error at the next wait, which lgjax reports in one line: the log goes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.levelno >= logging.ERROR
+                    and "in background save thread" in record.getMessage())
+
+
+logging.getLogger("absl").addFilter(_SaveFailureLogged())
+
+
 def _manager(path: Path, keep: int | None = None, read_only: bool = False
              ) -> ocp.CheckpointManager:
     """orbax's manager of one unnamed item, told so up front: left to guess, it settles the
