@@ -13,7 +13,7 @@ from lgjax.config import ConfigError
 from lgjax.harness.cli import main
 from lgjax.harness.study import RunOptions
 from lgjax.reproduce import command as reproduce
-from lgjax.reproduce.jobs import Claim, Lane, lane_ranks, next_step, ranks
+from lgjax.reproduce.jobs import Claim, Lane, lane_ranks, next_step
 
 
 def claim(dirs=(), configs=(), barrier=False, study="") -> Claim:
@@ -68,6 +68,9 @@ def test_the_longest_start_first_then_plan_order():
     class Step:
         def __init__(self, experiment, part_of=""):
             self.experiment, self.part_of = experiment, part_of
+
+    def ranks(steps, first):  # one study's lane
+        return lane_ranks([Lane("", steps, None, first)])
 
     steps = [Step(n) for n in ("multiseed", "shift", "variants", "mechanics")]
     assert ranks(steps, ("mechanics", "variants")) == [2, 3, 1, 0]

@@ -92,12 +92,6 @@ def next_step(pending: list[int], running: list[int], claims: list[Claim],
     return free[0] if free else None
 
 
-def ranks(steps: list, first: tuple[str, ...]) -> list[int]:
-    """Start order: the steps of the experiments named in `first` (the study's longest, by the
-    step's own experiment name), then plan order."""
-    return lane_ranks([Lane("", steps, Path(), first)])
-
-
 def lane_ranks(lanes: list[Lane]) -> list[int]:
     """Start order over the lanes' steps, numbered lane after lane: each lane's longest in the
     order its `first` names them (every lane's first-named, then every lane's second, ...), then
