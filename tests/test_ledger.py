@@ -77,6 +77,6 @@ def test_a_reproduction_counts_each_run_once_at_its_recorded_seconds(tmp_path):
                   "trained_seconds": {"z": None}},
     }
     spent = of_steps(walls, results)
-    assert spent.training == 100.0 and spent.runs == 2 and spent.unrecorded == 1
+    assert spent.training_seconds == 100.0 and spent.runs == 2 and spent.unrecorded == 1
     assert spent.seconds == pytest.approx(100.0 + 4 + 4 + 2 + 7 + 1)
     assert "1 more runs have no record" in spent.line() and "lower bound" in spent.line()

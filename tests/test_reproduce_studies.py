@@ -252,7 +252,8 @@ def test_reproduce_all_quick_end_to_end(tmp_path, tiny, capsys):
     assert "cost of every study across processes" in text
     for study in ("realizability", "contract"):  # every run trained here records its cost
         spent = combined[study]["cost"]
-        assert spent["runs"] > 0 and spent["unrecorded"] == 0 and spent["training"] > 0, study
+        assert spent["runs"] > 0 and spent["unrecorded"] == 0, study
+        assert spent["training_seconds"] > 0, study
     assert combined["implicit-bias"]["cost"]["runs"] == 0  # its experiments are left out here
     md = (out / "report.md").read_text()
     assert "| realizability |" in md and "## Reproduction report: contract" in md

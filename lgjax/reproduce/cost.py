@@ -17,13 +17,14 @@ from pathlib import Path
 @dataclass(frozen=True)
 class Cost:
     seconds: float  # training (recorded) + the rest of every step's wall here
-    training: float  # the recorded training seconds of the runs that have one, each once
+    training_seconds: float  # the recorded training seconds of the runs that have one, each once
     runs: int  # distinct run directories
     unrecorded: int  # of them, without a record (their training here counts instead)
 
     def line(self) -> str:
-        text = (f"cost across processes: {self.seconds:.0f} s, of it {self.training:.0f} s "
-                f"training {self.runs - self.unrecorded} runs as their run directories record it")
+        text = (f"cost across processes: {self.seconds:.0f} s, of it "
+                f"{self.training_seconds:.0f} s training {self.runs - self.unrecorded} runs as "
+                "their run directories record it")
         if self.unrecorded:
             text += (f"; {self.unrecorded} more runs have no record (trained before lgjax kept "
                      "one, or resumed from such a checkpoint) and count their time here: a lower "
