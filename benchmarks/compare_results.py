@@ -11,7 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-IGNORE = ("seconds", "wall", "load", "path", "run_dir", "out", "ckpt_root", "time", "figure")
+IGNORE = ("seconds", "wall", "load", "path", "run_dir", "out", "ckpt_root", "time", "figure",
+          "digest")
 
 
 def skip(key) -> bool:

@@ -25,9 +25,10 @@ from tqdm import tqdm
 
 from lgjax import checkpoints, grid, plugins, train
 from lgjax.checkpoints import driver, ledger, twins
+from lgjax.checkpoints.integrity import write_atomic
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.devices import check_memory, is_leader, seed_mesh, to_host
-from lgjax.harness import ranges
+from lgjax.harness import provenance, ranges
 from lgjax.harness.commands import commands
 from lgjax.harness.outputs import check_utf8, check_writable, jsonable
 from lgjax.harness.ranges import option
@@ -248,6 +249,40 @@ def train_one(rc: RunConfig | grid.Grid, run_dir: Path, opts: RunOptions, label:
                    ledger.at(run_dir, rc.train.steps))
 
 
+# options that change how a command runs, not what it measures
+HOW_IT_RAN = ("resume", "progress")
+
+
+def finished_result(module: ModuleType, cfg) -> dict | None:
+    """The results.json that this very code wrote for this config from runs that are finished
+    and unchanged now, else None (measure again): what `reproduce --resume` reuses."""
+    path = out_dir(module, cfg) / "results.json"
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("code_digest") != provenance.code_digest() \
+            or doc.get("plugins"):  # a plugin's code is not in the digest
+        return None
+    mine = json.loads(json.dumps(dataclasses.asdict(cfg), default=jsonable))
+    for config in (mine, doc.get("config")):
+        if isinstance(config, dict) and isinstance(config.get("run"), dict):
+            for key in HOW_IT_RAN:
+                config["run"].pop(key, None)
+    if doc.get("config") != mine:
+        return None
+    dirs = doc.get("run_dirs") or {}
+    for run, rc in module.runs(cfg).items():
+        run_dir = Path(dirs.get(run, ""))
+        try:
+            same = (run_dir / checkpoints.CONFIG_FILE).read_text() == rc.to_json()
+        except OSError:
+            return None
+        if not (same and is_finished(run_dir, rc)):
+            return None
+    return doc
+
+
 def run_study(module: ModuleType, cfg) -> dict:
     """Validate, train, measure, write results.json, print the table, draw the figure."""
     runs = preflight(module, cfg)
@@ -270,6 +305,7 @@ def run_study(module: ModuleType, cfg) -> dict:
               "trained_seconds": {run: t.trained_seconds for run, t in trained.items()}}
     result["measure_seconds"] = time.perf_counter() - t0 - t_train
     result["wall_seconds"] = time.perf_counter() - t0
+    result["code_digest"] = provenance.code_digest()
     result = json.loads(json.dumps(result, default=jsonable))  # what the file holds, exactly
     given = [m for m in plugins.LOADED if not m.startswith("lgjax.")]  # the package's own
     if given:  # modules (a study's tasks, recorded by its runs) import themselves
@@ -286,10 +322,12 @@ def write_outputs(result: dict, out: Path, table, figure=None, stem: str = "",
     """The ending every command shares: the result file, the extra files, the figure, the
     printed table and a line naming what was written."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / result_file).write_text(json.dumps(result, indent=1))  # plain JSON already
     written = [result_file, *extra(out)]
     if figure is not None:
         written += figure(result, out / stem) or [f"{stem}.png/.pdf"]
+    # last, whole or not at all: a results file present means its figure and extras are too
+    # (`reproduce --resume` reuses it)
+    write_atomic(out / result_file, json.dumps(result, indent=1))  # plain JSON already
     print(table(result))
     seconds = f"{result['wall_seconds']:.1f} s" if "wall_seconds" in result else ""
     reduced = ", reduced scale" if result.get("reduced") else ""

@@ -1,10 +1,12 @@
 """What a reproduction cost, counted across every process that trained its runs.
 
 A reproduction that spans sessions (killed, then `--resume`d) finishes its runs in seconds the
-last time, so its step walls say nothing of what it took. Here each step's wall in this process
-keeps its measuring part, and each run's training in this process (a reload, or the last stretch
-of a resumed run) is replaced by the seconds its run directory records from step 0 to the end
-(lgjax.checkpoints.ledger). A run shared by experiments (a twin, a link) counts once.
+last time, so its step walls say nothing of what it took. Here a study command's wall is the one
+its results file records (of the process that wrote it: a step reused under --resume took none
+here) and keeps its measuring part, while each run's training in that process (a reload, or the
+last stretch of a resumed run) is replaced by the seconds its run directory records from step 0
+to the end (lgjax.checkpoints.ledger); a step that writes no such file counts its wall here. A
+run shared by experiments (a twin, a link) counts once.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ def of_steps(walls: dict[str, float], results: dict[str, dict | None]) -> Cost:
         runs = doc.get("run_dirs") or {}
         if not isinstance(runs, dict):
             runs = {}
+        if "run_dirs" in doc and isinstance(doc.get("wall_seconds"), int | float):
+            wall = doc["wall_seconds"]  # of the process that wrote it (it may have been reused)
         trained_here = doc.get("train_seconds") or {}
         trained_all = doc.get("trained_seconds") or {}
         for run, path in runs.items():

@@ -106,10 +106,16 @@ def lane_ranks(lanes: list[Lane]) -> list[int]:
 
 
 def run_step(step) -> None:
-    """One step, in this process."""
+    """One step, in this process. Under --resume a study command whose results this code wrote
+    from finished runs is not run again (lgjax.harness.study.finished_result)."""
     if hasattr(step.module, "runs"):  # a study command (lgjax.harness.study hooks)
-        from lgjax.harness.study import run_study
+        from lgjax.harness.study import finished_result, options, out_dir, run_study
 
+        if options(step.config).resume and finished_result(step.module, step.config):
+            done = out_dir(step.module, step.config) / "results.json"
+            print(f"lgjax: {label_of(step)}: its runs are finished and this code wrote {done} "
+                  "for this config: reused, not measured again", file=sys.stderr)
+            return
         run_study(step.module, step.config)
     else:
         step.module.main(step.config)

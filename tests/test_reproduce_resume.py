@@ -1,0 +1,71 @@
+"""`lgjax reproduce --resume` reuses a step's results.json only when this code wrote it for the
+same config from runs that are finished and unchanged; otherwise it measures again."""
+
+import json
+import shutil
+
+import pytest
+
+from lgjax.harness import provenance
+from lgjax.harness.cli import main
+from lgjax.harness.study import RunOptions, finished_result
+from lgjax.reproduce import command as reproduce
+from lgjax.studies.implicit_bias import multiseed
+
+ONLY = "multiseed,prop1"
+
+
+@pytest.fixture
+def reproduced(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(reproduce, "QUICK_RUN", RunOptions(seeds=1, steps=3, batch=8,
+                                                           eval_sequences=16))
+
+    def run(*extra) -> tuple[str, dict]:
+        assert main(["reproduce", "implicit-bias", "--quick", "--only", ONLY, "--jobs", "1",
+                     "--out", str(tmp_path / "out"), "--ckpt-root", str(tmp_path / "ck"),
+                     "--no-progress", *extra]) == 0
+        return capsys.readouterr(), json.loads((tmp_path / "out" / "report.json").read_text())
+
+    return run
+
+
+def files(tmp_path) -> dict[str, bytes]:
+    return {n: (tmp_path / "out" / n / "results.json").read_bytes() for n in ONLY.split(",")}
+
+
+def test_finished_steps_are_reused_under_resume_and_cost_what_they_cost(tmp_path, reproduced):
+    _, first = reproduced()
+    before = files(tmp_path)
+    printed, again = reproduced("--resume")
+    for name in ONLY.split(","):
+        assert f"lgjax: {name}: its runs are finished" in printed.err
+    assert files(tmp_path) == before  # not measured again, not rewritten
+    assert again["verdicts"] == first["verdicts"]
+    assert again["cost"] == first["cost"]  # the walls its files record, not this process's
+
+
+def test_other_code_measures_again(tmp_path, reproduced, monkeypatch):
+    reproduced()
+    monkeypatch.setattr(provenance, "code_digest", lambda: "another tree")
+    printed, _ = reproduced("--resume")
+    assert "not measured again" not in printed.err
+    for name in ONLY.split(","):
+        doc = json.loads((tmp_path / "out" / name / "results.json").read_text())
+        assert doc["code_digest"] == "another tree"
+
+
+def test_a_missing_or_unfinished_run_or_another_config_is_not_reused(tmp_path, reproduced):
+    reproduced()
+    cfg = next(s.config for s in reproduce.plan(
+        reproduce.Config(quick=True, resume=True, out=str(tmp_path / "out"),
+                         ckpt_root=str(tmp_path / "ck"), only=("multiseed",), progress=False),
+        tmp_path / "ck" / "quick", ["multiseed"]) if s.experiment == "multiseed")
+    assert finished_result(multiseed, cfg) is not None
+    other = type(cfg)(**{**cfg.__dict__, "run": RunOptions(**{**cfg.run.__dict__, "steps": 4})})
+    assert finished_result(multiseed, other) is None  # another config
+    doc = finished_result(multiseed, cfg)
+    run_dir = next(iter(doc["run_dirs"].values()))
+    shutil.rmtree(f"{run_dir}/3")  # its last checkpoint gone: unfinished
+    assert finished_result(multiseed, cfg) is None
+    shutil.rmtree(run_dir)
+    assert finished_result(multiseed, cfg) is None
