@@ -153,14 +153,21 @@ def test_study_skips_measured_programs_and_resumes_unfinished(tmp_path, capsys):
         grid.train_program(g, path, on_chunk=stop)
     with pytest.raises(ConfigError, match="--resume"):
         run_study(rt, cfg)
-    first = run_study(rt, dataclasses.replace(cfg, run=dataclasses.replace(run, resume=True)))
-    first = first["programs"][0]
+    resumed = run_study(rt, dataclasses.replace(cfg, run=dataclasses.replace(run, resume=True)))
+    first = resumed["programs"][0]
     assert np.shape(first["lg"]) == (2, 2, 1)
     clean = run_study(rt, dataclasses.replace(cfg, run=dataclasses.replace(
         run, ckpt_root=str(tmp_path / "clean"))))["programs"][0]
     assert (first["lg"], first["train_acc"]) == (clean["lg"], clean["train_acc"])
-    again = run_study(rt, cfg)["programs"][0]
+    read_back = run_study(rt, cfg)
+    again = read_back["programs"][0]
     assert again == first  # read back from the program's results.json, not retrained
+    # ... and still named, with what training it cost (both processes), not what reading took
+    name = next(iter(resumed["run_dirs"]))
+    assert read_back["run_dirs"] == resumed["run_dirs"] == {name: str(path)}
+    assert read_back["trained_seconds"] == resumed["trained_seconds"]
+    assert resumed["trained_seconds"][name] == first["trained_seconds"] > 0
+    assert read_back["train_seconds"] == {name: 0.0}
     assert "prev" in capsys.readouterr().out
     fewer = run_study(rt, dataclasses.replace(cfg, run=dataclasses.replace(run, eval_sequences=4)))
     assert fewer["programs"][0]["eval_sequences"] == 4  # measured again, from the last checkpoint

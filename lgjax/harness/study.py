@@ -92,6 +92,11 @@ class Study(Protocol):
         """Called as each run finishes (e.g. to measure and save it at once, so that a job
         killed later keeps it)."""
 
+    def measured_runs(self, cfg) -> dict[str, tuple[Any, Path]]:
+        """Runs whose saved measurement the command reads without training or loading them
+        (so `runs` leaves them out): {name: (config, run directory)}. results.json names them
+        in run_dirs with their recorded cost, as it does the runs it trains."""
+
     def write_extra(self, result: dict, out: Path) -> list[str]:
         """Files written beside results.json; their names."""
 
@@ -107,6 +112,7 @@ HOOK_DEFAULTS: dict[str, Any] = {
     "check": lambda cfg: None,
     "eval_lengths": lambda cfg: getattr(cfg, "eval_lengths", ()),
     "on_trained": lambda cfg, name, trained: None,
+    "measured_runs": lambda cfg: {},
     "write_extra": lambda result, out: [],
     "figure": None,  # no figure
     "SCALE": (),
@@ -286,6 +292,7 @@ def finished_result(module: ModuleType, cfg) -> dict | None:
 def run_study(module: ModuleType, cfg) -> dict:
     """Validate, train, measure, write results.json, print the table, draw the figure."""
     runs = preflight(module, cfg)
+    earlier = hook(module, "measured_runs")(cfg)  # before training adds to them
     t0 = time.perf_counter()
     opts = options(cfg)
     trained, t_hooks = {}, 0.0
@@ -300,9 +307,13 @@ def run_study(module: ModuleType, cfg) -> dict:
     result = {"experiment": name, "config": dataclasses.asdict(cfg),
               "reduced": is_reduced(cfg, hook(module, "SCALE")),
               **module.measure(cfg, trained),
-              "run_dirs": {run: str(t.run_dir) for run, t in trained.items()},
-              "train_seconds": {run: t.seconds for run, t in trained.items()},
-              "trained_seconds": {run: t.trained_seconds for run, t in trained.items()}}
+              "run_dirs": {**{run: str(path) for run, (_, path) in earlier.items()},
+                           **{run: str(t.run_dir) for run, t in trained.items()}},
+              "train_seconds": {**{run: 0.0 for run in earlier},
+                                **{run: t.seconds for run, t in trained.items()}},
+              "trained_seconds": {
+                  **{run: ledger.at(path, rc.train.steps) for run, (rc, path) in earlier.items()},
+                  **{run: t.trained_seconds for run, t in trained.items()}}}
     result["measure_seconds"] = time.perf_counter() - t0 - t_train
     result["wall_seconds"] = time.perf_counter() - t0
     result["code_digest"] = provenance.code_digest()

@@ -6,7 +6,9 @@ its results file records (of the process that wrote it: a step reused under --re
 here) and keeps its measuring part, while each run's training in that process (a reload, or the
 last stretch of a resumed run) is replaced by the seconds its run directory records from step 0
 to the end (lgjax.checkpoints.ledger); a step that writes no such file counts its wall here. A
-run shared by experiments (a twin, a link) counts once.
+run shared by experiments (a twin, a link) counts once. Not counted: what an earlier process
+spent measuring a run whose measurement a later one reads back (a realizability program's
+evaluation, tens of seconds), and work a killed process did past its last checkpoint.
 """
 
 from __future__ import annotations

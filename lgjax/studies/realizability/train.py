@@ -162,6 +162,13 @@ def runs(cfg: Config) -> dict[str, grid.Grid]:
             if measured(cfg, Path(cfg.run.ckpt_root) / name, g) is None}
 
 
+def measured_runs(cfg: Config) -> dict[str, tuple[grid.Grid, Path]]:
+    """The programs measured already: read from their folders, not loaded."""
+    root = Path(cfg.run.ckpt_root)
+    return {name: (g, root / name) for name, (_, _, g) in programs(cfg).items()
+            if measured(cfg, root / name, g) is not None}
+
+
 def on_trained(cfg: Config, name: str, t: Trained) -> None:
     """Measure a program as soon as it is trained and save that in its folder (results.json):
     a job killed later keeps it. A program another job measured meanwhile is left as it is."""
@@ -176,6 +183,7 @@ def on_trained(cfg: Config, name: str, t: Trained) -> None:
            "seeds": list(t.config.train.seeds), "L0": cfg.L0, "lengths": list(cfg.test_lengths),
            "train_acc": acc[:, :, 0].tolist(), "lg": new[:, :, 1:].tolist(),
            "acc_all": acc[:, :, 1:].tolist(), "train_seconds": t.seconds,
+           "trained_seconds": t.trained_seconds,
            "eval_seconds": time.perf_counter() - t0, "eval_sequences": cfg.run.eval_sequences,
            "grid": json.loads(t.config.to_json())}
     # a damaged (or other grid's) file is replaced; a fresh one is written only where no job
