@@ -234,7 +234,7 @@ def conclude(prepared: Prepared, walls: dict[str, float], elapsed: float, n_jobs
     reduced = cfg.quick or any(r.get("reduced") for r in results.values())
     dirs = {s.experiment: s.out for s in prepared.every if not s.key}
     spent = cost.of_steps(walls, {jobs.label_of(s): step_result(s, results)
-                                  for s in prepared.planned})
+                                  for s in prepared.planned if hasattr(s.module, "runs")})
     text = reproduce_report.write_report(verdicts, results, reproduce_report.figures_in(dirs),
                                          cfg.out, reduced, cfg.study, spent)
     print(text)

@@ -1,14 +1,14 @@
 """What a reproduction cost, counted across every process that trained its runs.
 
 A reproduction that spans sessions (killed, then `--resume`d) finishes its runs in seconds the
-last time, so its step walls say nothing of what it took. Here a study command's wall is the one
-its results file records (of the process that wrote it: a step reused under --resume took none
-here) and keeps its measuring part, while each run's training in that process (a reload, or the
-last stretch of a resumed run) is replaced by the seconds its run directory records from step 0
-to the end (lgjax.checkpoints.ledger); a step that writes no such file counts its wall here. A
-run shared by experiments (a twin, a link) counts once. Not counted: what an earlier process
-spent measuring a run whose measurement a later one reads back (a realizability program's
-evaluation, tens of seconds), and work a killed process did past its last checkpoint.
+last time, so its step walls say nothing of what it took. Here each step keeps its wall (for a
+study command reused under --resume, which took none here, the wall its results file records)
+less each run's training in that process (a reload, or the last stretch of a resumed run), which
+is replaced by the seconds its run directory records from step 0 to the end
+(lgjax.checkpoints.ledger). A run shared by experiments (a twin, a link) counts once. Not
+counted: what an earlier process spent measuring a run whose measurement a later one reads back
+(a realizability program's evaluation, tens of seconds), the imports and checks of a reused
+step's first process, and work a killed process did past its last checkpoint.
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ class Cost:
 
 
 def of_steps(walls: dict[str, float], results: dict[str, dict | None]) -> Cost:
-    """walls: {step label: its wall here}; results: {step label: its results file (None when
-    it writes none, or not a harness command's)}."""
+    """walls: {step label: its wall here}; results: {step label: its results file}, for the
+    study commands only (a report step's file may copy the one it reports on: its wall here
+    counts, its file does not)."""
     recorded: dict[str, float | None] = {}  # real run path: its record
     here: dict[str, float] = {}  # real run path: its training in this process (first seen)
     rest = 0.0
@@ -47,8 +48,8 @@ def of_steps(walls: dict[str, float], results: dict[str, dict | None]) -> Cost:
         runs = doc.get("run_dirs") or {}
         if not isinstance(runs, dict):
             runs = {}
-        if "run_dirs" in doc and isinstance(doc.get("wall_seconds"), int | float):
-            wall = doc["wall_seconds"]  # of the process that wrote it (it may have been reused)
+        if isinstance(doc.get("wall_seconds"), int | float):  # a step reused under --resume
+            wall = max(wall, doc["wall_seconds"])  # took none here: the writer's wall counts
         trained_here = doc.get("train_seconds") or {}
         trained_all = doc.get("trained_seconds") or {}
         for run, path in runs.items():
