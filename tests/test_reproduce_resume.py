@@ -3,6 +3,7 @@ same config from runs that are finished and unchanged; otherwise it measures aga
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -68,6 +69,12 @@ def test_a_missing_or_unfinished_run_or_another_config_is_not_reused(tmp_path, r
     assert finished_result(multiseed, other) is None  # another config
     doc = finished_result(multiseed, cfg)
     run_dir = next(iter(doc["run_dirs"].values()))
+    config = Path(run_dir) / "config.json"
+    text = config.read_bytes()
+    config.write_bytes(b"\xff" + text)  # not UTF-8: not this run, and no traceback
+    assert finished_result(multiseed, cfg) is None
+    config.write_bytes(text)
+    assert finished_result(multiseed, cfg) is not None
     shutil.rmtree(f"{run_dir}/3")  # its last checkpoint gone: unfinished
     assert finished_result(multiseed, cfg) is None
     shutil.rmtree(run_dir)

@@ -34,13 +34,23 @@ def is_being_written(run_dir: Path) -> bool:
     return False
 
 
+def holds_finished(path: Path, cfg) -> bool:
+    """`path` holds exactly `cfg` (its config.json, byte for byte) and its final step."""
+    if cfg.train.steps not in step_folders(path):
+        return False
+    try:
+        return (path / CONFIG_FILE).read_text() == cfg.to_json()
+    except (OSError, UnicodeDecodeError):
+        return False  # unreadable: not this run (its own run says so when it is opened)
+
+
 def finished_twin(root: Path, cfg, own: Path) -> Path | None:
     """A run directory under `root`, other than `own`, that holds exactly `cfg` and its final
     step and that no live process is writing (the first found in name order); None when there
     is none."""
     if not root.is_dir():
         return None
-    text, own = cfg.to_json(), own.absolute()
+    own = own.absolute()
     for folder, subfolders, files in os.walk(root):
         depth = len(Path(folder).relative_to(root).parts)
         # run names are a few folders deep; hidden folders (a venv, .git) hold none
@@ -50,12 +60,6 @@ def finished_twin(root: Path, cfg, own: Path) -> Path | None:
             continue
         subfolders.clear()  # a run directory holds steps, not runs
         path = Path(folder).absolute()
-        if path == own or cfg.train.steps not in step_folders(path):
-            continue
-        try:
-            same = (path / CONFIG_FILE).read_text() == text
-        except (OSError, UnicodeDecodeError):
-            continue  # unreadable: not a twin (its own run says so when it is opened)
-        if same and not is_being_written(path):
+        if path != own and holds_finished(path, cfg) and not is_being_written(path):
             return path
     return None

@@ -270,22 +270,18 @@ def finished_result(module: ModuleType, cfg) -> dict | None:
     if not isinstance(doc, dict) or doc.get("code_digest") != provenance.code_digest() \
             or doc.get("plugins"):  # a plugin's code is not in the digest
         return None
+    def measured_as(config):  # the config without how it ran
+        if not (isinstance(config, dict) and isinstance(config.get("run"), dict)):
+            return config
+        return {**config, "run": {k: v for k, v in config["run"].items() if k not in HOW_IT_RAN}}
+
     mine = json.loads(json.dumps(dataclasses.asdict(cfg), default=jsonable))
-    for config in (mine, doc.get("config")):
-        if isinstance(config, dict) and isinstance(config.get("run"), dict):
-            for key in HOW_IT_RAN:
-                config["run"].pop(key, None)
-    if doc.get("config") != mine:
+    dirs = doc.get("run_dirs")
+    if measured_as(doc.get("config")) != measured_as(mine) or not isinstance(dirs, dict):
         return None
-    dirs = doc.get("run_dirs") or {}
-    for run, rc in module.runs(cfg).items():
-        run_dir = Path(dirs.get(run, ""))
-        try:
-            same = (run_dir / checkpoints.CONFIG_FILE).read_text() == rc.to_json()
-        except OSError:
-            return None
-        if not (same and is_finished(run_dir, rc)):
-            return None
+    if not all(run in dirs and twins.holds_finished(Path(dirs[run]), rc)
+               for run, rc in module.runs(cfg).items()):
+        return None
     return doc
 
 
