@@ -109,9 +109,27 @@ def make_seed_step(cfg: RunConfig, sample: Callable | None = None) -> Callable:
 FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
 
 
+@functools.cache
+def accepted_fast_compile(backend: str) -> dict:
+    """FAST_COMPILE less the options the backend's compiler does not know.
+
+    jax 0.11's XLA has no classic CPU emitters left to choose (its switch is gone, and naming it
+    fails every compilation: 'No such compile option'), which is the jax of the lent GPUs' image.
+    """
+    options = dict(FAST_COMPILE)
+    for name in list(options):
+        try:
+            jax.jit(lambda x: x + 1, backend=backend).lower(1.0).compile({name: options[name]})
+        except jax.errors.JaxRuntimeError as e:
+            if "No such compile option" not in str(e):
+                raise
+            del options[name]
+    return options
+
+
 def compiler_options(t: TrainConfig) -> dict | None:
     """XLA's options for the run's programs (TrainConfig.fast_compile)."""
-    return dict(FAST_COMPILE) if t.fast_compile else None
+    return dict(accepted_fast_compile(jax.default_backend())) if t.fast_compile else None
 
 
 SEED_BLOCK = 8  # seeds vmapped together by the "blocks" strategy

@@ -82,6 +82,18 @@ def test_the_longest_start_first_then_plan_order():
     assert next_step([0, 1, 2, 3], [], claims, ranks(steps, ("mechanics", "variants"))) == 3
 
 
+def test_a_step_waits_for_its_pieces_even_when_ranked_first():
+    """Pieces a, b of a step that names both: the step, although its experiment is ranked
+    first, takes its run directories after them, in plan order."""
+    claims = [claim({"a"}), claim({"b"}), claim({"a", "b"}), claim({"c"})]
+    rank = [1, 2, 0, 3]
+    assert next_step([0, 1, 2, 3], [], claims, rank) == 0
+    assert next_step([1, 2, 3], [0], claims, rank) == 1
+    assert next_step([2, 3], [0, 1], claims, rank) == 3  # not the step: its pieces are running
+    assert next_step([2], [1], claims, rank) is None
+    assert next_step([2], [], claims, rank) == 2
+
+
 @pytest.fixture
 def tiny_quick(monkeypatch):
     monkeypatch.setattr(reproduce, "QUICK_RUN", RunOptions(seeds=1, steps=3, batch=8,

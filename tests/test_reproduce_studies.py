@@ -246,6 +246,12 @@ def test_reproduce_all_quick_end_to_end(tmp_path, tiny, capsys):
     assert "every study:" in text and "realizability:" in text and "contract:" in text
     assert "every study's steps:" in printed.err and "elapsed with 2 jobs" in printed.err
     assert "== contract: contract-train (started)" in printed.err
+    # the matrix's two cells as pieces beside each other, then the matrix reads them
+    for cell in ("offset_copy-rope", "offset_copy-alibi"):
+        assert f"== contract: contract-train [{cell}] (started)" in printed.err
+        assert (out / "contract" / "contract-train" / "parts" / cell / "results.json").is_file()
+    assert printed.err.index("contract-train [offset_copy-alibi] (") < \
+        printed.err.index("== contract: contract-train (started)")
     assert (out / "contract" / "logs" / "contract-train.out").is_file()  # its lane's logs
     combined = json.loads((out / "report.json").read_text())
     assert set(combined) == {"implicit-bias", "realizability", "contract"}
@@ -269,6 +275,47 @@ def test_reproduce_all_quick_end_to_end(tmp_path, tiny, capsys):
     assert con["lab.train16_test64_shift5.rope"]["status"] == "matches"
     assert con["lab.train32_test96_shift17.rope"]["status"] == "not run"
     assert con["pred.relative_resists_origin_shift"]["status"] != "not run"
+
+
+@pytest.mark.parametrize("module", ["realizability", "contract"])
+def test_a_long_commands_parts_are_its_runs_with_equal_configs(tmp_path, module):
+    """What `reproduce --jobs N` runs side by side before the whole command: together exactly
+    the command's runs (same names, so the same run directories; equal configs), no run twice."""
+    from lgjax.studies.contract import train as contract_train
+    from lgjax.studies.realizability import train as realizability_train
+
+    train = {"realizability": realizability_train, "contract": contract_train}[module]
+    cfg = train.Config()
+    cfg = dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, ckpt_root=str(tmp_path)))
+    if module == "realizability":
+        cfg = dataclasses.replace(cfg, tiers=("1L1H", "2L4H"))
+    whole = train.runs(cfg)
+    shares = [train.runs(part) for part in train.parts(cfg).values()]
+    assert len(shares) == len(whole) > 1  # one run (a program, a cell) each
+    merged = {name: rc for share in shares for name, rc in share.items()}
+    assert merged == whole and sum(map(len, shares)) == len(whole)
+    one = dataclasses.replace(cfg, tiers=("1L1H",), encodings=("rope",)) if module == \
+        "realizability" else dataclasses.replace(cfg, tasks=cfg.tasks[:1], schemes=cfg.schemes[:1])
+    assert train.parts(one) == {}  # a single run does not split
+
+
+def test_several_jobs_split_a_long_step_into_pieces_before_it(tmp_path):
+    def plan(jobs):
+        cfg = reproduce.Config(study="contract", out=str(tmp_path / "out"),
+                               ckpt_root=str(tmp_path / "ck"), jobs=jobs)
+        return reproduce.plan(cfg, tmp_path / "ck", list(STUDIES["contract"].experiments))
+
+    serial, split = plan(1), plan(3)
+    assert not any(s.piece for s in serial)
+    at = [(s.experiment, s.piece) for s in split].index(("contract-train", ""))
+    pieces = [s for s in split if s.piece]
+    assert pieces == split[at - len(pieces):at]  # just before it
+    assert len(pieces) == 24 and all(s.experiment == "contract-train" for s in pieces)
+    assert pieces[0].piece == f"{pieces[0].config.tasks[0]}-{pieces[0].config.schemes[0]}"
+    assert pieces[0].out == tmp_path / "out" / "contract-train" / "parts" / pieces[0].piece
+    assert pieces[0].config.run.out == str(pieces[0].out)
+    assert [s for s in split if not s.piece] == serial
+    assert reproduce.jobs.label_of(pieces[0]) == f"contract-train [{pieces[0].piece}]"
 
 
 def test_unknown_experiment_is_refused_before_any_work(tmp_path, capsys):

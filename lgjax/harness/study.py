@@ -97,6 +97,12 @@ class Study(Protocol):
         (so `runs` leaves them out): {name: (config, run directory)}. results.json names them
         in run_dirs with their recorded cost, as it does the runs it trains."""
 
+    def parts(self, cfg) -> dict[str, Any]:
+        """The command's runs split into smaller commands of this module ({key: config}, each
+        training and measuring a share; their runs together are `runs(cfg)`, with equal
+        configs), which `reproduce --jobs N` runs side by side before the whole command reads
+        what they saved. {}: it does not split."""
+
     def write_extra(self, result: dict, out: Path) -> list[str]:
         """Files written beside results.json; their names."""
 
@@ -113,6 +119,7 @@ HOOK_DEFAULTS: dict[str, Any] = {
     "eval_lengths": lambda cfg: getattr(cfg, "eval_lengths", ()),
     "on_trained": lambda cfg, name, trained: None,
     "measured_runs": lambda cfg: {},
+    "parts": lambda cfg: {},
     "write_extra": lambda result, out: [],
     "figure": None,  # no figure
     "SCALE": (),

@@ -73,6 +73,9 @@ class Step:
     config: object
     out: Path
     part_of: str = ""  # the declared experiment it serves, when its own name is not one
+    # a share of the step of the same experiment and key after it (the module's `parts`), run
+    # beside the other shares under --jobs N; the step then reads what they saved
+    piece: str = ""
 
 
 def run_devices(cfg: Config) -> int:
@@ -126,7 +129,24 @@ def plan(cfg: Config, root: Path, names: list[str]) -> list[Step]:
         steps = [s for s in steps if (s.part_of or s.experiment) in names]
     else:
         steps = [Step(n, "", *experiment_config(n, cfg, root), Path(cfg.out) / n) for n in names]
+    if run_jobs(cfg) > 1:
+        steps = [piece for s in steps for piece in pieces(s)]
     return [resumed(s) for s in steps] if cfg.resume else steps
+
+
+def pieces(step: Step) -> list[Step]:
+    """The step's shares (its module's `parts`), then the step itself, which reads what they
+    saved. With several jobs a long command's runs (a grid's programs, a matrix's cells) so run
+    side by side (one small program leaves most of a GPU idle) instead of one after another in
+    one step that would end the reproduction alone."""
+    from lgjax.harness.study import hook
+
+    shares = []
+    for key, config in hook(step.module, "parts")(step.config).items():
+        out = step.out / "parts" / key
+        config = dataclasses.replace(config, run=dataclasses.replace(config.run, out=str(out)))
+        shares.append(dataclasses.replace(step, config=config, out=out, piece=key))
+    return shares + [step]
 
 
 def resumed(step: Step) -> Step:
@@ -143,6 +163,8 @@ def load_results(steps: list[Step]) -> dict[str, dict]:
     damaged file is a ConfigError naming it."""
     out = {}
     for step in steps:
+        if step.piece:  # the step it is a share of holds the results
+            continue
         found = [p for f in ("results.json", "report.json") if (p := step.out / f).exists()]
         if not found:
             continue
@@ -248,6 +270,9 @@ def conclude(prepared: Prepared, walls: dict[str, float], elapsed: float, n_jobs
 
 
 def step_result(step: Step, results: dict[str, dict]) -> dict | None:
+    if step.piece:  # its own file (a share's runs; the whole step's file names them too)
+        path = step.out / "results.json"
+        return read_result(path, "--out", jobs.label_of(step)) if path.exists() else None
     doc = results.get(step.experiment)
     return doc.get(step.key) if step.key and isinstance(doc, dict) else doc
 

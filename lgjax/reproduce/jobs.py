@@ -6,7 +6,9 @@ work that keeps about one core busy (measured: `reproduce implicit-bias --quick`
 CPU in 176 s of wall time on a 2-core machine), so the other cores idle unless another step
 runs beside it. Workers are started once (spawned: the parent may already hold a JAX backend,
 which does not survive a fork) and take steps in plan order, under two rules:
-- steps that name the same run directory never run at once (the second would find it locked);
+- steps that name the same run directory never run at once (the second would find it locked),
+  and run in plan order (a long step split into pieces, `reproduce.command.pieces`, comes after
+  them and reads what they saved);
   steps that train the same config preferably not (run one after the other, the second reads the
   first's finished run as its twin, lgjax.checkpoints.twins, instead of training it again), but
   rather than leave a worker idle they do, and each trains its own copy: the same numbers;
@@ -77,6 +79,8 @@ def next_step(pending: list[int], running: list[int], claims: list[Claim],
     held = [claims[i] for i in running]
 
     def ready(i: int) -> bool:
+        if any(claims[j].dirs & claims[i].dirs for j in active if j < i):
+            return False  # run directories are taken in plan order (a step after its pieces)
         same = [j for j in active if j < i and claims[j].study == claims[i].study]
         if claims[i].barrier:
             return not same
@@ -122,7 +126,8 @@ def run_step(step) -> None:
 
 
 def label_of(step) -> str:
-    return step.experiment + (f" {step.key}" if step.key else "")
+    piece = getattr(step, "piece", "")
+    return step.experiment + (f" {step.key}" if step.key else "") + (f" [{piece}]" if piece else "")
 
 
 def log_paths(logs: Path, step) -> tuple[Path, Path]:

@@ -20,6 +20,7 @@ offset task; ALiBi helps local copying and loses far ordered updates; RoPE may m
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -113,6 +114,14 @@ def runs(cfg: Config) -> dict[str, RunConfig]:
 
 
 measure = contract_measure.measure_matrix  # (cfg, trained) -> the matrix's results
+
+
+def parts(cfg: Config) -> dict[str, Config]:
+    """One command per cell (task x scheme): on one accelerator several cells share it
+    (`reproduce --jobs N`), and the whole matrix then reads their saved measurements."""
+    split = {f"{t}-{s}": dataclasses.replace(cfg, tasks=(t,), schemes=(s,))
+             for t in cfg.tasks for s in cfg.schemes}
+    return split if len(split) > 1 else {}
 
 
 def on_trained(cfg: Config, name: str, t: Trained) -> None:

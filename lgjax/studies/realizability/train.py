@@ -18,6 +18,7 @@ Expect: see realizability-report, which sets these numbers beside alpha.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import sys
@@ -167,6 +168,14 @@ def measured_runs(cfg: Config) -> dict[str, tuple[grid.Grid, Path]]:
     root = Path(cfg.run.ckpt_root)
     return {name: (g, root / name) for name, (_, _, g) in programs(cfg).items()
             if measured(cfg, root / name, g) is not None}
+
+
+def parts(cfg: Config) -> dict[str, Config]:
+    """One command per program (tier x encoding): on one accelerator several programs share it
+    (`reproduce --jobs N`), and the whole grid then reads their saved measurements."""
+    split = {f"{tier}-{enc}": dataclasses.replace(cfg, tiers=(tier,), encodings=(enc,))
+             for tier in cfg.tiers for enc in cfg.encodings}
+    return split if len(split) > 1 else {}
 
 
 def on_trained(cfg: Config, name: str, t: Trained) -> None:
