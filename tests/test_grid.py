@@ -23,6 +23,19 @@ def tiny_grid(steps=6, seeds=(0, 1), **train_kw) -> grid.Grid:
     return grid.Grid(TASKS, model, t)
 
 
+def test_auto_layout_is_serial_on_a_cpu_and_flat_on_an_accelerator(monkeypatch):
+    from lgjax.studies.realizability import train as realizability_train
+
+    assert grid.resolve_layout("auto") == "serial"
+    assert realizability_train.program_grid(realizability_train.Config(), "1L1H",
+                                            "rope").layout == "serial"
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert grid.resolve_layout("auto") == "flat"  # serial ran the cells one by one on an H200
+    assert realizability_train.program_grid(realizability_train.Config(), "1L1H",
+                                            "rope").layout == "flat"
+    assert grid.resolve_layout("tasks") == "tasks"  # a layout named is kept
+
+
 @pytest.fixture(scope="module")
 def trained_by_layout():
     g = tiny_grid()

@@ -62,7 +62,7 @@ class Config:
     chunk: int = option(250, ge=1)  # steps per compiled loop call (progress-line granularity)
     ckpt_every: int = option(500, ge=1)  # checkpoint interval in steps (the last two are kept)
     seed_axis: str = "blocks"  # one task's seeds inside the program: vmap, map or blocks
-    layout: str = "serial"  # how cells share a program: serial|tasks (CPU) or flat (accelerator)
+    layout: str = "auto"  # cells in one program: serial|tasks (CPU), flat (accelerator), auto
     rope_scale: float = option(1.0, gt=0)  # RoPE frequency scale (the spec's frequency-scale rows)
     name: str = "realizability"  # programs live in <ckpt-root>/<name>/<tier>/<encoding>/
     run: RunOptions = RunOptions(seeds=5, steps=3000, batch=64, eval_sequences=1024,
@@ -87,7 +87,7 @@ def program_grid(cfg: Config, tier: str, encoding: str) -> grid.Grid:
                     random_positions=cfg.run.random_positions,
                     fast_compile=cfg.run.fast_compile)
     return grid.Grid(tuple(R.task_config(n, cfg.vocab) for n in cfg.tasks), model, t,
-                     layout=cfg.layout)
+                     layout=grid.resolve_layout(cfg.layout))
 
 
 def program_name(cfg: Config, tier: str, encoding: str) -> str:
