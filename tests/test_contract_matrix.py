@@ -317,3 +317,20 @@ def test_rope_cell_gains_the_evaluation_time_extensions(tmp_path):
     np.testing.assert_allclose(row["rope"]["extend"]["20"]["ntk"], cell.accuracy(b, by_base))
     yarn = contract_eval.rope_extended(cell.model, "yarn", 20, 10)
     assert (yarn.enc.original_max_position, yarn.enc.factor) == (10, 2.0)
+
+
+def test_an_undefined_rank_correlation_reads_n_a_not_nan(monkeypatch):
+    """A piece of the matrix under `reproduce --jobs N` is one cell: its Spearman rho over one
+    scheme's seed-runs is undefined, and so is a lab measure a plugin's encoding lacks."""
+    from lgjax.studies.contract import render
+
+    monkeypatch.setattr(render, "correlations", lambda result: {
+        "offset_copy": {"in-range loss": float("nan"), "lab shift_error": 0.5},
+        "ordered_update": {"in-range loss": -0.25, "lab shift_error": float("nan")}})
+    text = "\n".join(render.correlation_table({}))
+    assert "nan" not in text
+    assert "| in-range loss | n/a | -0.25 | 0.25 |" in text
+    assert "| lab shift_error | +0.50 | n/a | 0.50 |" in text
+    assert "n/a: undefined" in text
+    assert "In-range loss: mean |rho| 0.25; the strongest contract measure (lab shift_error): " \
+        "0.50." in text

@@ -103,9 +103,14 @@ def correlation_table(result: dict) -> list[str]:
     names = list(next(iter(corr.values()))) if corr else []
     strength = {k: np.nanmean([abs(corr[t][k]) for t in corr]) if any(
         np.isfinite(corr[t][k]) for t in corr) else float("nan") for k in names}
+    shown = lambda x, form: format(x, form) if np.isfinite(x) else "n/a"
     lines = markdown_table(["predictor", *corr, "mean abs"],
-                           [[k, *(f"{corr[t][k]:+.2f}" for t in corr), f"{strength[k]:.2f}"]
-                            for k in names])
+                           [[k, *(shown(corr[t][k], "+.2f") for t in corr),
+                             shown(strength[k], ".2f")] for k in names])
+    if any(not np.isfinite(corr[t][k]) for t in corr for k in names):
+        lines.append("n/a: undefined (a predictor or the extension accuracy constant over the "
+                     "seed-runs, as in a matrix of one cell, or a lab measure that a plugin's "
+                     "encoding lacks).")
     contract = {k: v for k, v in strength.items() if k != "in-range loss" and np.isfinite(v)}
     if contract and np.isfinite(strength.get("in-range loss", np.nan)):
         best = max(contract, key=contract.get)
