@@ -266,6 +266,13 @@ def train_one(rc: RunConfig | grid.Grid, run_dir: Path, opts: RunOptions, label:
 HOW_IT_RAN = ("resume", "progress")
 
 
+def _measured_as(config):
+    """A config as results.json holds it, without how it ran."""
+    if not (isinstance(config, dict) and isinstance(config.get("run"), dict)):
+        return config
+    return {**config, "run": {k: v for k, v in config["run"].items() if k not in HOW_IT_RAN}}
+
+
 def finished_result(module: ModuleType, cfg) -> dict | None:
     """The results.json that this very code wrote for this config from runs that are finished
     and unchanged now, else None (measure again): what `reproduce --resume` reuses."""
@@ -277,14 +284,9 @@ def finished_result(module: ModuleType, cfg) -> dict | None:
     if not isinstance(doc, dict) or doc.get("code_digest") != provenance.code_digest() \
             or doc.get("plugins"):  # a plugin's code is not in the digest
         return None
-    def measured_as(config):  # the config without how it ran
-        if not (isinstance(config, dict) and isinstance(config.get("run"), dict)):
-            return config
-        return {**config, "run": {k: v for k, v in config["run"].items() if k not in HOW_IT_RAN}}
-
     mine = json.loads(json.dumps(dataclasses.asdict(cfg), default=jsonable))
     dirs = doc.get("run_dirs")
-    if measured_as(doc.get("config")) != measured_as(mine) or not isinstance(dirs, dict):
+    if _measured_as(doc.get("config")) != _measured_as(mine) or not isinstance(dirs, dict):
         return None
     if not all(run in dirs and twins.holds_finished(Path(dirs[run]), rc)
                for run, rc in module.runs(cfg).items()):

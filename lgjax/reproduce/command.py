@@ -33,7 +33,7 @@ from lgjax import runtime
 from lgjax.config import ConfigError
 from lgjax.harness.outputs import check_writable, read_result
 from lgjax.harness.ranges import option
-from lgjax.harness.study import RunOptions, preflight
+from lgjax.harness.study import RunOptions, hook, preflight
 from lgjax.reproduce import claims, cost, jobs
 from lgjax.reproduce import report as reproduce_report
 from lgjax.reproduce.jobs import run_step
@@ -139,8 +139,6 @@ def pieces(step: Step) -> list[Step]:
     saved. With several jobs a long command's runs (a grid's programs, a matrix's cells) so run
     side by side (one small program leaves most of a GPU idle) instead of one after another in
     one step that would end the reproduction alone."""
-    from lgjax.harness.study import hook
-
     shares = []
     for key, config in hook(step.module, "parts")(step.config).items():
         out = step.out / "parts" / key

@@ -79,8 +79,10 @@ def next_step(pending: list[int], running: list[int], claims: list[Claim],
     held = [claims[i] for i in running]
 
     def ready(i: int) -> bool:
-        if any(claims[j].dirs & claims[i].dirs for j in active if j < i):
-            return False  # run directories are taken in plan order (a step after its pieces)
+        # a run directory is held by one step at a time, taken in plan order (a step after
+        # its pieces)
+        if any(claims[j].dirs & claims[i].dirs for j in active if j < i or j in running):
+            return False
         same = [j for j in active if j < i and claims[j].study == claims[i].study]
         if claims[i].barrier:
             return not same
@@ -88,8 +90,6 @@ def next_step(pending: list[int], running: list[int], claims: list[Claim],
 
     free = []
     for i in sorted((i for i in pending if ready(i)), key=lambda i: rank[i]):
-        if any(claims[i].dirs & c.dirs for c in held):
-            continue
         if not any(claims[i].configs & c.configs for c in held):
             return i
         free.append(i)
@@ -126,8 +126,8 @@ def run_step(step) -> None:
 
 
 def label_of(step) -> str:
-    piece = getattr(step, "piece", "")
-    return step.experiment + (f" {step.key}" if step.key else "") + (f" [{piece}]" if piece else "")
+    return (step.experiment + (f" {step.key}" if step.key else "")
+            + (f" [{step.piece}]" if step.piece else ""))
 
 
 def log_paths(logs: Path, step) -> tuple[Path, Path]:
