@@ -347,6 +347,22 @@ def test_quick_transformers_and_grids_compile_at_xlas_defaults(tmp_path):
         assert trained and not any(s.config.run.fast_compile for s in trained), study
 
 
+@pytest.mark.parametrize("quick", [False, True])
+def test_a_plans_trained_steps_are_reduced_exactly_at_quick(tmp_path, quick):
+    """The realizability sub-grids (one tier, Table 8's tasks, one RoPE row) choose cells at the
+    published recipe: published scale, as the contract cells are; --quick's recipe is reduced."""
+    from lgjax.harness.study import hook, is_reduced
+
+    cfg = reproduce.Config(quick=quick, jobs=3, out=str(tmp_path / "out"),
+                           ckpt_root=str(tmp_path / "ck"))
+    for study in ("realizability", "contract"):
+        c = dataclasses.replace(cfg, study=study)
+        trained = [s for s in reproduce.plan(c, tmp_path / "ck", list(STUDIES[study].experiments))
+                   if hasattr(s.config, "run")]
+        assert any(s.piece for s in trained), study  # the pieces too
+        assert {is_reduced(s.config, hook(s.module, "SCALE")) for s in trained} == {quick}, study
+
+
 @pytest.mark.parametrize("quick, devices, want", [(True, 0, 1), (False, 0, 0), (True, 2, 2),
                                                   (False, 2, 2)])
 def test_quick_runs_on_one_device_unless_told(tmp_path, quick, devices, want):
