@@ -1,4 +1,5 @@
 import os
+from importlib.metadata import version
 
 # The suite compiles about a thousand small programs, and XLA CPU spends most of a small
 # program's compilation in LLVM's optimisation passes and its MLIR fusion emitters
@@ -8,7 +9,10 @@ import os
 # move in the last bits: every comparison in the suite is between programs compiled here (or in
 # a subprocess given these flags: `xla_flags`), none against numbers saved by a run at the
 # defaults.
-TEST_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
+TEST_XLA_FLAGS = "--xla_backend_optimization_level=0"
+# jaxlib 0.11's XLA has no emitter switch, and an unknown name in XLA_FLAGS aborts the process
+if tuple(int(v) for v in version("jaxlib").split(".")[:2]) < (0, 11):
+    TEST_XLA_FLAGS += " --xla_cpu_use_fusion_emitters=false"
 os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {TEST_XLA_FLAGS}".strip()
 # The CLI splits a CPU into one device per core (lgjax.runtime.split_cpu_into_devices); the
 # suite keeps one device, in-process and in the CLI's subprocesses alike, so a worker's device
