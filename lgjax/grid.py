@@ -167,8 +167,9 @@ def resolve_layout(layout: str) -> str:
 
 
 def check_layout(layout: str) -> None:
-    if layout not in LAYOUTS:
-        raise ConfigError(f"--layout: unknown layout {layout!r}; use one of {sorted(LAYOUTS)}")
+    if resolve_layout(layout) not in LAYOUTS:
+        raise ConfigError(f"--layout: unknown layout {layout!r}; use one of {sorted(LAYOUTS)} "
+                          "or auto")
 
 
 def make_grid_runner(grid: Grid, layout: str | None = None,
@@ -178,7 +179,7 @@ def make_grid_runner(grid: Grid, layout: str | None = None,
     each device runs its block with the one-cell program, so a cell trains the same on any
     device count). `wrap` decorates the traced function (tests pass
     chex.assert_max_traces(n=1))."""
-    layout = layout or grid.layout
+    layout = resolve_layout(layout or grid.layout)
     check_layout(layout)
     mesh = cell_mesh(grid, devices)
     t = grid.train

@@ -117,10 +117,10 @@ def accepted_fast_compile(backend: str) -> dict:
     fails every compilation: 'No such compile option'), which is the jax of the lent GPUs' image.
     """
     options = dict(FAST_COMPILE)
-    x = jax.device_put(1.0, jax.local_devices(backend=backend)[0])  # (jit's backend= is deprecated)
+    one = jax.device_put(1.0, jax.local_devices(backend=backend)[0])  # (jit's backend=: deprecated)
     for name in list(options):
         try:
-            jax.jit(lambda x: x + 1).lower(x).compile({name: options[name]})
+            jax.jit(lambda x: x + 1).lower(one).compile({name: options[name]})
         except jax.errors.JaxRuntimeError as e:
             if "No such compile option" not in str(e):
                 raise

@@ -34,6 +34,9 @@ def test_auto_layout_is_serial_on_a_cpu_and_flat_on_an_accelerator(monkeypatch):
     assert realizability_train.program_grid(realizability_train.Config(), "1L1H",
                                             "rope").layout == "flat"
     assert grid.resolve_layout("tasks") == "tasks"  # a layout named is kept
+    grid.check_layout("auto")  # what --layout accepts, everywhere a layout is checked
+    with pytest.raises(ConfigError, match="or auto"):
+        grid.check_layout("bogus")
 
 
 @pytest.fixture(scope="module")
