@@ -179,3 +179,34 @@ def test_study_driver_end_to_end(tmp_path):
     assert "rope" in text and "alpha_40" in text
     RA.figure(res, tmp_path / "alpha")
     assert (tmp_path / "alpha.png").stat().st_size > 0
+
+
+def test_report_figures_keep_every_title_inside_the_canvas(tmp_path, monkeypatch):
+    """The published grid's shape (5 encodings x 10 tasks, one tier): at equal aspect the
+    heatmap titles were laid out above the figure's top edge, cut off in the PNG."""
+    from lgjax.studies.realizability import figures
+
+    encs = ("ape", "nope", "alibi", "sinusoidal", "rope")
+    tasks = TASKS + ("induction",)
+    cells = [dict(tier="1L1H", encoding=e, task=t, L=L, alpha=0.5, lg=0.5, train_acc=1.0)
+             for e in encs for t in tasks for L in (30, 60)]
+    result = dict(cells=cells, tiers=["1L1H"], alpha=True, thresholds={"learnable": 0.9},
+                  stats={"1L1H": dict(rho=0.9, rho_ci=[0.8, 0.95], precision=0.95,
+                                      precision_ci=[0.9, 1.0])})
+    outside = {}
+
+    def checked_save(fig, stem):
+        fig.tight_layout()
+        fig.canvas.draw()
+        box = fig.bbox
+        for ax in fig.axes:
+            t = ax.title.get_window_extent()
+            if ax.get_title() and not (t.y1 <= box.y1 + 0.5 and t.x0 >= -0.5
+                                       and t.x1 <= box.x1 + 0.5):
+                outside.setdefault(stem.name, []).append(ax.get_title())
+        figures.plt.close(fig)
+
+    monkeypatch.setattr(figures, "save", checked_save)
+    written = figures.draw(result, tmp_path, 60)
+    assert len(written) == 4
+    assert outside == {}

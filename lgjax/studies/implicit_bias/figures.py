@@ -143,9 +143,11 @@ def frequency_figure(res: dict, stem: Path) -> None:
     axes[1].bar(x + 0.2, [res[n]["max_far_over_g0"] for n in names], 0.4,
                 label=f"max g(s)/g(0), s={res['far'][0]}..{res['far'][1]}")
     axes[1].set_xticks(x, [f"{res[n]['base']:g}" for n in names])
-    axes[1].set_xlabel("rotary base")
+    axes[1].set(xlabel="rotary base", ylabel="ratio to g(0)")
     axes[1].set_title("content-free kernel g(s) = sum_i cos(s theta_i)", fontsize=9)
-    axes[1].legend(fontsize=7)
+    # headroom above the bars (ratios are <= 1) so the legend covers none of them
+    axes[1].set_ylim(0, 1.25)
+    axes[1].legend(fontsize=7, loc="upper left", ncols=2)
     save(fig, stem)
 
 

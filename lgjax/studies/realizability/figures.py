@@ -61,7 +61,9 @@ def heatmaps(result: dict, out: Path, L: int) -> str:
         for c in cells:
             if c["tier"] == tier and c["L"] == L:
                 m[encs.index(c["encoding"]), tasks.index(c["task"])] = c[field]
-        heat(ax, m, fontsize=6, dark_below=0.5)
+        # cells stretch to the panel: at equal aspect, 10 tasks x 5 encodings left tight_layout no
+        # room for the titles, which were cut off at the top
+        heat(ax, m, fontsize=6, dark_below=0.5, aspect="auto")
         ax.set_xticks(range(len(tasks)), tasks, rotation=60, fontsize=7)
         ax.set_yticks(range(len(encs)), encs, fontsize=7)
         ax.set_title(title)
@@ -84,6 +86,7 @@ def vs_length(result: dict, out: Path, tier: str) -> str:
                 ax.plot(Ls, [c["alpha"] for c in mine], "--", color=f"C{i}")
         ax.set_title(task, fontsize=9)
         ax.set_ylim(-0.05, 1.05)
+        ax.set_xlabel("test length L", fontsize=8)
     for ax in axes.flat[len(tasks):]:
         ax.axis("off")
     axes[0][0].legend(fontsize=6)
@@ -100,8 +103,10 @@ def depth(result: dict, out: Path) -> str:
         ci = np.array([result["stats"][t][f"{name}_ci"] for t in tiers]).reshape(-1, 2)
         ax.errorbar(x + shift, v, yerr=np.abs(ci.T - v), fmt="o-", capsize=3, label=name)
     ax.set_xticks(x, tiers)
-    ax.set(ylim=(-0.1, 1.05), ylabel="value (95% CI)")
-    ax.legend()
+    # half a tier of margin each side: with one tier the two offset points sat on the frame
+    ax.set(xlim=(-0.5, max(len(tiers), 1) - 0.5), ylim=(-0.1, 1.05), ylabel="value (95% CI)",
+           title="rho(alpha_L, LG) and precision per tier")
+    ax.legend(loc="lower right")
     return _save(fig, out, "depth")
 
 
