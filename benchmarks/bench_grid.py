@@ -5,6 +5,8 @@ machine's fp32 matmul peak measured in the same run.
 
 Usage: python benchmarks/bench_grid.py [--steps 10] [--repeats 2] [--loop-tasks 2]
        [--tiers 1L1H,2L4H,4L4H] [--layouts tasks,serial] [--out results/bench-grid]
+       [--d 64 --vocab 12 --tasks all --seeds 5]   (the main grid's shape; Table 7's scale check
+       is --d 128 --vocab 64 --tasks core --seeds 2; --loop-tasks 0 skips the loop)
 The loop is timed on --loop-tasks of the tasks (its cost per cell-step does not depend on which
 task); both sides are timed as the least wall time of --repeats identical chunks after a warm-up
 (compilation excluded), so machine noise only adds time. Both wall and process CPU time are
@@ -14,6 +16,7 @@ reported: on a shared CPU the wall time says what this run got, the CPU time wha
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -29,6 +32,7 @@ from lgjax import grid, train, transformer  # noqa: E402
 from lgjax.config import RunConfig  # noqa: E402
 from lgjax.harness.bench import best_chunk, matmul_peak  # noqa: E402
 from lgjax.harness.bench import time_grid_program as time_program  # noqa: E402
+from lgjax.studies.realizability import report as R  # noqa: E402
 from lgjax.studies.realizability import train as rt  # noqa: E402
 
 
@@ -65,8 +69,16 @@ def main() -> None:
     p.add_argument("--encoding", default="rope")
     p.add_argument("--layouts", default="tasks,serial")
     p.add_argument("--out", default="results/bench-grid")
+    p.add_argument("--d", type=int, default=rt.Config.d)
+    p.add_argument("--vocab", type=int, default=rt.Config.vocab)
+    p.add_argument("--tasks", default="all", help="all (the main grid's 10), core (its 7) or "
+                   "a comma list")
+    p.add_argument("--seeds", type=int, default=rt.Config.run.seeds)
     args = p.parse_args()
-    cfg = rt.Config()
+    tasks = {"all": rt.Config.tasks, "core": R.CORE_TASKS}.get(args.tasks)
+    cfg = rt.Config(d=args.d, vocab=args.vocab,
+                    tasks=tasks or tuple(args.tasks.split(",")),
+                    run=dataclasses.replace(rt.Config.run, seeds=args.seeds))
     peak = max(matmul_peak().values())
     peak_cpu = matmul_peak_cpu()
     rows = []
@@ -78,7 +90,8 @@ def main() -> None:
                "gflop_per_cell_step": flop / 1e9}
         timed = {f"program-{lay}": time_program(g, lay, args.steps, args.repeats)
                  for lay in args.layouts.split(",")}
-        timed["loop"] = time_loop(g, args.steps, args.repeats, args.loop_tasks)
+        if args.loop_tasks:
+            timed["loop"] = time_loop(g, args.steps, args.repeats, args.loop_tasks)
         for name, (wall, cpu) in timed.items():
             row[name] = {"ms_wall": wall, "ms_cpu": cpu,
                          "peak_fraction_wall": flop / (wall * 1e-3) / 1e9 / peak,
@@ -97,7 +110,8 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench_grid.json").write_text(json.dumps(
         {"rows": rows, "matmul_peak_gflops": peak, "matmul_gflop_per_cpu_second": peak_cpu,
-         "encoding": args.encoding,
+         "encoding": args.encoding, "d": args.d, "vocab": args.vocab,
+         "tasks": list(cfg.tasks), "seeds": args.seeds,
          "steps": args.steps, "repeats": args.repeats, "cpu_count": os.cpu_count(),
          "load_average": os.getloadavg(), "jax": jax.__version__}, indent=1))
 

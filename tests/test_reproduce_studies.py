@@ -97,6 +97,9 @@ def test_realizability_claims_match_differ_and_not_run(realizability_results):
         deep.detail
     assert v["text.measurements"].status == "not run"
     assert "--tiers" in v["text.measurements"].detail
+    # the d = 128 scale check, made only beside a deeper tier: not run, with the flag and cost
+    sc = v["t7.scale"]
+    assert sc.status == "not run" and "--tiers 2L4H" in sc.detail and "CPU-hours" in sc.detail
     # sections the report did not hold: not run, saying which
     assert v["t10.scale=0.1"].status == "not run"
     assert v["t8.L0=10"].status == "not run"
