@@ -8,8 +8,9 @@
 #   cache), reproduce.log (every segment's stdout and stderr, appended) and segments.txt: one
 #   line per segment, its start, the last minute it was seen alive and, when it ended on its
 #   own, its exit code and wall time. A segment killed from outside (a session's end) keeps its
-#   last "alive" time: the end-to-end wall is the sum of the segments' walls, and the report's
-#   "cost across processes" the seconds the run directories record.
+#   last "alive" time: the end-to-end wall is the sum of the segments' walls (printed at the
+#   end of each segment), and the report's "cost across processes" the seconds the run
+#   directories record.
 # Runs the checkout's own code with .venv/bin/python (PYTHON overrides; STUDY=implicit-bias, say,
 # reproduces one study)
 set -u
@@ -35,4 +36,7 @@ sed -i '$d' "$DIR/segments.txt"
 line "exit $rc after $(( $(date +%s) - start )) s" >>"$DIR/segments.txt"
 grep -E "claim checks|^every study|^  [a-z-]+: |cost across|elapsed|wall seconds" \
   "$DIR/reproduce.log" | tail -n 30
+# every segment's wall is the number before its closing "s": their sum is the run's wall so far
+awk '{n++; s += $(NF-1)} END {printf "end to end so far: %d s in %d segments\n", s, n}' \
+  "$DIR/segments.txt"
 exit "$rc"
