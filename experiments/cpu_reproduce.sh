@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `lgjax reproduce all` at the published scale on a CPU, one segment at a time: 6 hours or more
+# `lgjax reproduce all` at the published scale on a CPU, one segment at a time: 5.1 hours
 # on a 2-core machine, longer than a session, so each call resumes what the last one left
 # (finished steps are reused, a grid program or contract cell resumes from its checkpoints).
 #
