@@ -36,7 +36,8 @@ sed -i '$d' "$DIR/segments.txt"
 line "exit $rc after $(( $(date +%s) - start )) s" >>"$DIR/segments.txt"
 grep -E "claim checks|^every study|^  [a-z-]+: |cost across|elapsed|wall seconds" \
   "$DIR/reproduce.log" | tail -n 30
-# every segment's wall is the number before its closing "s": their sum is the run's wall so far
-awk '{n++; s += $(NF-1)} END {printf "end to end so far: %d s in %d segments\n", s, n}' \
+# every segment's wall is the number before its closing "s" (a segment killed in its first
+# minute still reads "started", and has none): their sum is the run's wall so far
+awk '{n++} $NF == "s" {s += $(NF-1)} END {printf "end to end so far: %d s in %d segments\n", s, n}' \
   "$DIR/segments.txt"
 exit "$rc"

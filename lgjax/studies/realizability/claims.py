@@ -267,10 +267,11 @@ def kernel_fit(name: str):
 
 def scale_rho(results) -> Measured:
     """Table 7: rho over learnable 7-task cells, main grid vs the d = 128 scale check."""
-    if "scale_check" not in get(results, "realizability-report"):
+    report = get(results, "realizability-report")
+    if "scale_check" not in report:
         raise NotRun(f"the d = 128 scale check not trained (it runs with a deeper tier: "
                      f"{TIERS_FLAG} 2L4H; its own grid {COST['scale check']})")
-    sc = get(results, "realizability-report", "scale_check")
+    sc = report["scale_check"]
     th = get(results, "realizability-report", "thresholds")
     main = get(results, "realizability-report", "cells")
     out = {}
