@@ -290,13 +290,33 @@ def additive_kernel(table_fn, length=lambda cfg: 1):
 @dataclass(frozen=True)
 class AlibiOptions:
     slope: float = 1.0  # ALiBi slope s: bias -s * (n - t) ("fixed" slopes)
-    slopes: str = "fixed"  # "fixed": `slope` on every head; "geometric": 2^(-8h/H)
+    # "fixed": `slope` on every head; "geometric": the reference slopes (Press et al.'s
+    # get_slopes, Bloom's build_alibi_tensor); "evenly_spaced": 2^(-8h/H) for every H (not the
+    # reference when H is not a power of two)
+    slopes: str = "fixed"
+
+
+def _pow2_slopes(n: int) -> np.ndarray:
+    """2^(-8h/n), h = 1..n: the reference's slopes when n is a power of two."""
+    return 2.0 ** (-8.0 * np.arange(1, n + 1) / n)
+
+
+def reference_alibi_slopes(H: int) -> np.ndarray:
+    """ALiBi's slopes for H heads as the reference code draws them: those of the nearest power
+    of two P <= H, then every other slope of 2P (its 1st, 3rd, ...) for the H - P heads left,
+    which keeps the P heads' slopes whatever heads are added (the reference's workaround for
+    head counts the paper did not train)."""
+    P = 1 << (H.bit_length() - 1)
+    return np.concatenate([_pow2_slopes(P), _pow2_slopes(2 * P)[0::2][:H - P]])
 
 
 def alibi_slopes(cfg: ModelConfig) -> np.ndarray:
-    """Per-head slopes (float64): one fixed slope, or the geometric 2^(-8h/H), h = 1..H."""
+    """Per-head slopes (float64): one fixed slope, the reference's geometric slopes, or
+    2^(-8h/H) evenly spaced (equal to the reference when H is a power of two)."""
     if cfg.enc.slopes == "geometric":
-        return 2.0 ** (-8.0 * np.arange(1, cfg.heads + 1) / cfg.heads)
+        return reference_alibi_slopes(cfg.heads)
+    if cfg.enc.slopes == "evenly_spaced":
+        return _pow2_slopes(cfg.heads)
     return np.full(cfg.heads, cfg.enc.slope, np.float64)
 
 
@@ -306,9 +326,10 @@ def alibi_bias(params, dist, cfg):
 
 
 def _validate_alibi(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
-    require(m.enc.slopes in ("fixed", "geometric"), "model.enc.slopes",
-            "use fixed (`slope` on every head) or geometric (2^(-8h/H))")
-    require(m.enc.slopes == "geometric" or m.enc.slope >= 0, "model.enc.slope",
+    require(m.enc.slopes in ("fixed", "geometric", "evenly_spaced"), "model.enc.slopes",
+            "use fixed (`slope` on every head), geometric (the reference ALiBi slopes) or "
+            "evenly_spaced (2^(-8h/H), not the reference unless heads is a power of two)")
+    require(m.enc.slopes != "fixed" or m.enc.slope >= 0, "model.enc.slope",
             "must be >= 0 (a recency penalty)")
 
 

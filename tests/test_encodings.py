@@ -58,6 +58,32 @@ def test_alibi_and_clip_biases():
                                [1, 5, 7, 7])
 
 
+# Press et al.'s get_slopes (ofirpress/attention_with_linear_biases, fairseq/models/
+# transformer.py) and Bloom's build_alibi_tensor, worked by hand: the slopes of the nearest power
+# of two P <= H, then the 1st, 3rd, ... slopes of 2P
+REFERENCE_SLOPES = {
+    1: [2**-8],
+    3: [2**-4, 2**-8, 2**-2],
+    4: [2**-2, 2**-4, 2**-6, 2**-8],
+    6: [2**-2, 2**-4, 2**-6, 2**-8, 2**-1, 2**-3],
+    12: [2.0 ** (-h) for h in range(1, 9)] + [2**-0.5, 2**-1.5, 2**-2.5, 2**-3.5],
+}
+
+
+@pytest.mark.parametrize("H", sorted(REFERENCE_SLOPES))
+def test_alibi_geometric_slopes_are_the_references_for_every_head_count(H):
+    got = E.alibi_slopes(ModelConfig("alibi", d=4 * H, heads=H,
+                                     enc=E.AlibiOptions(slopes="geometric")))
+    np.testing.assert_allclose(got, REFERENCE_SLOPES[H], rtol=1e-15)
+
+
+@pytest.mark.parametrize("H", [3, 6, 12, 4])
+def test_alibi_evenly_spaced_keeps_the_old_rule_equal_at_powers_of_two(H):
+    cfg = ModelConfig("alibi", d=4 * H, heads=H, enc=E.AlibiOptions(slopes="evenly_spaced"))
+    np.testing.assert_allclose(E.alibi_slopes(cfg), 2.0 ** (-8.0 * np.arange(1, H + 1) / H))
+    assert (H & (H - 1) == 0) == np.allclose(E.alibi_slopes(cfg), REFERENCE_SLOPES[H])
+
+
 def test_ape_positions_beyond_table_error_names_field():
     cfg = RunConfig(model=ModelConfig(encoding="ape", enc=E.ApeOptions(size=32, oob="untrained")))
     with pytest.raises(ConfigError, match=r"model\.enc\.size"):
