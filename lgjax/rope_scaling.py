@@ -13,7 +13,8 @@ by its attention factor. The frequencies follow Hugging Face transformers'
            pairs whose wavelength makes between beta_fast and beta_slow turns within L_orig; the
            correction range floor/ceil'd (`truncate`) and clipped to [0, d-1], ramp clamped to
            [0, 1] (+0.001 on a zero-width range); attention factor 0.1 ln(s) + 1, 1 when s <= 1
-           (its get_mscale)                                (_compute_yarn_parameters)
+           (its get_mscale), or get_mscale(s, mscale) / get_mscale(s, mscale_all_dim) when both
+           are set                                         (_compute_yarn_parameters)
   llama3   wavelength < L_orig/high_freq_factor kept, > L_orig/low_freq_factor divided by s,
            between: (1 - a) theta/s + a theta, a = (L_orig/wavelength - low)/(high - low)
                                                            (_compute_llama3_parameters)
@@ -78,7 +79,11 @@ class RopeYarnOptions:
     original_max_position: int = 16  # L_orig: the length whose turns set the ramp
     beta_fast: float = 32.0  # pairs turning more than this many times within L_orig: theta_i kept
     beta_slow: float = 1.0  # pairs turning fewer times than this within L_orig: theta_i / s
-    attention_factor: float = 0.0  # gain on rotated q and k; 0 = HF's 0.1 ln(s) + 1 (1 if s <= 1)
+    attention_factor: float = 0.0  # gain on rotated q and k; 0: from s, mscale and mscale_all_dim
+    # with both > 0 (DeepSeek's configs), the default gain is m(mscale) / m(mscale_all_dim),
+    # m(c) = 0.1 c ln(s) + 1 (1 if s <= 1); 0 (either): m(1) = 0.1 ln(s) + 1, HF's absent keys
+    mscale: float = 0.0
+    mscale_all_dim: float = 0.0
     truncate: bool = True  # floor/ceil the ramp's ends to whole pairs (HF's default)
 
 
@@ -132,7 +137,10 @@ def yarn_attention_factor(cfg) -> float:
     o = cfg.enc
     if o.attention_factor:
         return float(o.attention_factor)
-    return 1.0 if o.factor <= 1 else 0.1 * math.log(o.factor) + 1.0  # HF's get_mscale(factor)
+    m = lambda c: 1.0 if o.factor <= 1 else 0.1 * c * math.log(o.factor) + 1.0  # HF's get_mscale
+    if o.mscale and o.mscale_all_dim:
+        return float(m(o.mscale) / m(o.mscale_all_dim))
+    return m(1.0)
 
 
 def yarn_correction_range(cfg) -> tuple[float, float]:
@@ -324,6 +332,10 @@ def _validate_yarn(m, t, max_len) -> None:
     require(_finite(o.attention_factor) and o.attention_factor >= 0, "model.enc.attention_factor",
             f"must be a finite gain > 0, or 0 for the default 0.1 ln(s) + 1; got "
             f"{o.attention_factor}")
+    for name in ("mscale", "mscale_all_dim"):
+        v = getattr(o, name)
+        require(_finite(v) and v >= 0, f"model.enc.{name}", f"must be a finite number >= 0 (0: "
+                f"absent; the gain is m(mscale)/m(mscale_all_dim) when both are > 0), got {v}")
     require(isinstance(o.truncate, bool), "model.enc.truncate", "must be true or false")
 
 

@@ -106,6 +106,17 @@ def test_yarn_attention_factor_is_one_when_not_extending():
     np.testing.assert_allclose(gain, 1.0)
 
 
+def test_yarn_mscale_pair_sets_the_default_attention_factor():
+    """Both set: (0.1 mscale ln s + 1) / (0.1 mscale_all_dim ln s + 1) (HF's get_mscale ratio);
+    one of them 0 (HF: absent) leaves 0.1 ln s + 1; an explicit attention_factor wins."""
+    m = lambda c: 0.1 * c * math.log(4) + 1
+    gain = lambda **o: _angles_and_gain(_cfg("rope_yarn", factor=S, **o))[1]
+    np.testing.assert_allclose(gain(mscale=0.707, mscale_all_dim=1.0), m(0.707) / m(1.0))
+    np.testing.assert_allclose(gain(mscale=1.0, mscale_all_dim=1.0), 1.0)  # DeepSeek-V3's pair
+    np.testing.assert_allclose(gain(mscale=0.707), m(1.0))
+    np.testing.assert_allclose(gain(mscale=2.0, mscale_all_dim=1.0, attention_factor=1.5), 1.5)
+
+
 def test_llama3_keeps_short_divides_long_and_blends_between():
     theta, gain = _angles_and_gain(_cfg("rope_llama3", base=B, factor=S, original_max_position=L0,
                                         low_freq_factor=1.0, high_freq_factor=4.0))
@@ -303,6 +314,8 @@ def test_fire_has_its_own_params_in_every_transformer_block():
     ("rope_yarn", {"beta_fast": 1.0, "beta_slow": 2.0}, "model.enc.beta_fast"),
     ("rope_yarn", {"beta_slow": 0.0}, "model.enc.beta_slow"),
     ("rope_yarn", {"attention_factor": float("nan")}, "model.enc.attention_factor"),
+    ("rope_yarn", {"mscale": -1.0}, "model.enc.mscale"),
+    ("rope_yarn", {"mscale_all_dim": float("inf")}, "model.enc.mscale_all_dim"),
     ("rope_llama3", {"low_freq_factor": 4.0, "high_freq_factor": 4.0},
      "model.enc.high_freq_factor"),
     ("rope_llama3", {"low_freq_factor": 0.0}, "model.enc.low_freq_factor"),
