@@ -1,10 +1,12 @@
-"""RoPE length extension (position interpolation, NTK-aware, dynamic NTK, YaRN, Llama 3) and xPos.
+"""RoPE length extension (position interpolation, NTK-aware, dynamic NTK, YaRN, Llama 3,
+LongRoPE) and xPos.
 
 Every entry keeps lgjax's rotation (consecutive pairs x[2i], x[2i+1] turned by pos * theta_i,
-`encodings.rotate`); only the frequencies theta_i change, and YaRN multiplies the rotated q and k
-by its attention factor. The frequencies follow Hugging Face transformers'
+`encodings.rotate`); only the frequencies theta_i change, and YaRN and LongRoPE multiply the rotated
+q and k by their attention factor. The frequencies follow Hugging Face transformers'
 `src/transformers/modeling_rope_utils.py` (the version with `rope_parameters` and yarn's
-`truncate`; ROPE_INIT_FUNCTIONS "linear", "dynamic", "yarn", "llama3"), edge cases included:
+`truncate`; ROPE_INIT_FUNCTIONS "linear", "dynamic", "yarn", "llama3", "longrope"), edge cases
+included (docs/parity.md: each compared with that code):
   linear   theta_i / s                                    (_compute_linear_scaling_rope_parameters)
   ntk      base b' = b s^(d/(d-2)), d = d_head            (the fixed form of the NTK-aware rule)
   dynamic  b' = b ((s L / L_orig) - (s - 1))^(d/(d-2)) with L = max(seq_len, L_orig), so plain
@@ -18,6 +20,9 @@ by its attention factor. The frequencies follow Hugging Face transformers'
   llama3   wavelength < L_orig/high_freq_factor kept, > L_orig/low_freq_factor divided by s,
            between: (1 - a) theta/s + a theta, a = (L_orig/wavelength - low)/(high - low)
                                                            (_compute_llama3_parameters)
+  longrope theta_i / short_i for sequences up to L_orig, theta_i / long_i past it (per-pair
+           factors, e.g. Phi-3's), attention factor sqrt(1 + ln s / ln L_orig), 1 when s <= 1
+           (_compute_longrope_parameters; the switch: dynamic_rope_update)
 Two choices where lgjax differs in form, not in value:
   * HF multiplies cos and sin by the attention factor (LlamaRotaryEmbedding.forward: `cos =
     emb.cos() * self.attention_scaling`), and both q and k are turned by them, so the q.k logit
@@ -97,6 +102,22 @@ class RopeLlama3Options:
 
 
 @dataclass(frozen=True)
+class RopeLongropeOptions:
+    base: float = 1e4  # rotary base b: theta_i = b^(-2i/d_head) before the per-pair factors
+    factor: float = 4.0  # s: sets the default attention factor (HF: max_position / L_orig)
+    original_max_position: int = 16  # L_orig: a sequence longer than this takes long_factor
+    short_factor: tuple = ()  # per pair: theta_i / short_factor[i] up to L_orig; () = all 1
+    long_factor: tuple = ()  # per pair: theta_i / long_factor[i] past L_orig; () = all 1
+    attention_factor: float = 0.0  # gain on rotated q and k; 0 = sqrt(1 + ln s / ln L_orig)
+
+    def __post_init__(self):
+        # a config read back from JSON holds lists: tuples keep the options hashable (jit)
+        for name in ("short_factor", "long_factor"):
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
+
+
+@dataclass(frozen=True)
 class XposOptions:
     base: float = 1e4  # rotary base: theta_i = base^(-2i/d_head)
     gamma: float = 0.4  # zeta_i = (2i/d_head + gamma) / (1 + gamma) (the paper's 0.4)
@@ -131,6 +152,31 @@ def dynamic_freqs(cfg, seq_len):
     d = d_head(cfg)
     base = dynamic_base(cfg, jnp.asarray(seq_len, float_dtype()))
     return base ** (-2.0 * jnp.arange(d // 2, dtype=float_dtype()) / d)
+
+
+def longrope_factors64(cfg) -> tuple[np.ndarray, np.ndarray]:
+    """(short, long) per-pair divisors, all 1 where not given."""
+    F = d_head(cfg) // 2
+    f = lambda v: np.asarray(v if len(v) else (1.0,) * F, np.float64)
+    return f(cfg.enc.short_factor), f(cfg.enc.long_factor)
+
+
+def longrope_freqs(cfg, seq_len):
+    """theta_i / short_i up to L_orig, theta_i / long_i past it (seq_len may be traced)."""
+    theta = _plain64(cfg.enc.base, d_head(cfg))
+    short, long = longrope_factors64(cfg)
+    return jnp.where(jnp.asarray(seq_len) > cfg.enc.original_max_position,
+                     jnp.asarray(theta / long, float_dtype()),
+                     jnp.asarray(theta / short, float_dtype()))
+
+
+def longrope_attention_factor(cfg) -> float:
+    o = cfg.enc
+    if o.attention_factor:
+        return float(o.attention_factor)
+    if o.factor <= 1:
+        return 1.0
+    return math.sqrt(1 + math.log(o.factor) / math.log(o.original_max_position))
 
 
 def yarn_attention_factor(cfg) -> float:
@@ -206,26 +252,43 @@ def static_rotary(freqs64, gain=lambda cfg: 1.0):
     return rot, kernel, fast_rotation
 
 
-# ---- dynamic NTK: the frequencies follow the sequence length ------------------------------
+# ---- dynamic NTK, LongRoPE: the frequencies follow the sequence length -------------------
 
 
-def dynamic_rotate(x_LxHxD, pos_L, cfg):
-    """Alone (analysis, the contract lab), the sequence is taken to end at the last position."""
-    return rotate(x_LxHxD, pos_L, dynamic_freqs(cfg, jnp.max(pos_L) + 1))
+def length_rotary(freqs, gain=lambda cfg: 1.0):
+    """rotate, rotate_qk and kernel of RoPE with the frequencies freqs(cfg, seq_len) of a
+    sequence of seq_len tokens, q and k multiplied by gain(cfg) after the rotation."""
+
+    def scaled(x, cfg):
+        g = gain(cfg)
+        return x if g == 1.0 else x * g
+
+    def rot(x_LxHxD, pos_L, cfg):
+        """Alone (analysis, the contract lab), the sequence is taken to end at the last
+        position."""
+        return scaled(rotate(x_LxHxD, pos_L, freqs(cfg, jnp.max(pos_L) + 1)), cfg)
+
+    def rot_qk(q_LxHxD, k_LxHxD, pos_L, length, cfg):
+        """The sequence has `length` tokens (the rest is padding): seq_len = pos[length-1] + 1."""
+        freqs_F = freqs(cfg, jnp.take(pos_L, length - 1) + 1)
+        return (scaled(rotate(q_LxHxD, pos_L, freqs_F), cfg),
+                scaled(rotate(k_LxHxD, pos_L, freqs_F), cfg))
+
+    def kernel(params, q_pos, k_pos, cfg):
+        q_pos, k_pos = jnp.asarray(q_pos), jnp.asarray(k_pos)
+        freqs_F = freqs(cfg, jnp.maximum(q_pos.max(), k_pos.max()) + 1)
+        delta = (k_pos - q_pos).astype(float_dtype())
+        g = jnp.cos(delta[..., None] * freqs_F).sum(-1)
+        if gain(cfg) != 1.0:
+            g = g * gain(cfg) ** 2
+        return jnp.repeat(g[..., None], cfg.heads, axis=-1)
+
+    return rot, rot_qk, kernel
 
 
-def dynamic_rotate_qk(q_LxHxD, k_LxHxD, pos_L, length, cfg):
-    """The sequence has `length` tokens (the rest is padding): seq_len = pos[length-1] + 1."""
-    freqs_F = dynamic_freqs(cfg, jnp.take(pos_L, length - 1) + 1)
-    return rotate(q_LxHxD, pos_L, freqs_F), rotate(k_LxHxD, pos_L, freqs_F)
-
-
-def dynamic_kernel(params, q_pos, k_pos, cfg):
-    q_pos, k_pos = jnp.asarray(q_pos), jnp.asarray(k_pos)
-    freqs_F = dynamic_freqs(cfg, jnp.maximum(q_pos.max(), k_pos.max()) + 1)
-    delta = (k_pos - q_pos).astype(float_dtype())
-    g = jnp.cos(delta[..., None] * freqs_F).sum(-1)
-    return jnp.repeat(g[..., None], cfg.heads, axis=-1)
+dynamic_rotate, dynamic_rotate_qk, dynamic_kernel = length_rotary(dynamic_freqs)
+longrope_rotate, longrope_rotate_qk, longrope_kernel = length_rotary(
+    longrope_freqs, longrope_attention_factor)
 
 
 # ---- xPos ---------------------------------------------------------------------------------
@@ -339,6 +402,23 @@ def _validate_yarn(m, t, max_len) -> None:
     require(isinstance(o.truncate, bool), "model.enc.truncate", "must be true or false")
 
 
+def _validate_longrope(m, t, max_len) -> None:
+    _validate_linear(m, t, max_len)
+    _validate_original(m)
+    o, F = m.enc, d_head(m) // 2
+    require(o.original_max_position >= 2 or o.factor <= 1 or o.attention_factor,
+            "model.enc.original_max_position", "must be >= 2: the default attention factor "
+            "divides by ln(original_max_position)")
+    for name in ("short_factor", "long_factor"):
+        v = getattr(o, name)
+        require(isinstance(v, tuple) and len(v) in (0, F) and all(_finite(x) and x > 0 for x in v),
+                f"model.enc.{name}", f"must be {F} finite numbers > 0 (one per rotary pair, "
+                f"d_head/2 = {F}), or empty for all 1; got {v!r}")
+    require(_finite(o.attention_factor) and o.attention_factor >= 0, "model.enc.attention_factor",
+            f"must be a finite gain > 0, or 0 for the default sqrt(1 + ln s / ln L_orig); got "
+            f"{o.attention_factor}")
+
+
 def _validate_llama3(m, t, max_len) -> None:
     _validate_linear(m, t, max_len)
     _validate_original(m)
@@ -380,6 +460,9 @@ _ENTRIES = {
     "rope_dynamic": Encoding("rotary", dynamic_kernel, rotate=dynamic_rotate,
                              rotate_qk=dynamic_rotate_qk, validate=_validate_dynamic,
                              options=RopeDynamicOptions, length_free=lambda cfg: False),
+    "rope_longrope": Encoding("rotary", longrope_kernel, rotate=longrope_rotate,
+                              rotate_qk=longrope_rotate_qk, validate=_validate_longrope,
+                              options=RopeLongropeOptions, length_free=lambda cfg: False),
     "xpos": Encoding("rotary", xpos_kernel, rotate=xpos_rotate, rotate_qk=xpos_rotate_qk,
                      validate=_validate_xpos, options=XposOptions,
                      fast_rotation=xpos_fast_rotation),

@@ -61,7 +61,9 @@ FREQS = {
     "rope_yarn": lambda cfg, n: RS.yarn_freqs64(cfg),
     "rope_llama3": lambda cfg, n: RS.llama3_freqs64(cfg),
     "rope_dynamic": lambda cfg, n: np.asarray(RS.dynamic_freqs(cfg, n)),
+    "rope_longrope": lambda cfg, n: np.asarray(RS.longrope_freqs(cfg, n)),
 }
+GAIN = {"rope_yarn": RS.yarn_attention_factor, "rope_longrope": RS.longrope_attention_factor}
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,7 @@ def _cfg_text(d: dict) -> str:
 
 
 def gain(name: str, cfg) -> float:
-    return RS.yarn_attention_factor(cfg) if name == "rope_yarn" else 1.0
+    return GAIN[name](cfg) if name in GAIN else 1.0
 
 
 def hf_rope_case(ref: str, c: dict) -> list[Record]:
@@ -143,8 +145,10 @@ def hf_rope_case(ref: str, c: dict) -> list[Record]:
     cfg = ModelConfig(name, d=c["d_head"], heads=1, enc=ENCODINGS[name].options(**c["options"]))
     n = max(c["positions"]) + 1
     where = f"d_head={c['d_head']}, {_cfg_text(c['options'])}"
-    if name == "rope_dynamic":
-        where += f", seq_len={n}"
+    if name in ("rope_dynamic", "rope_longrope"):
+        where = f"d_head={c['d_head']}, " + _cfg_text({
+            k: v for k, v in c["options"].items() if not k.endswith("_factor")
+            or k == "attention_factor"}) + f", seq_len={n}"
     with jax.enable_x64(True):
         theta = np.asarray(FREQS[name](cfg, n), np.float64)
     q, k = inputs(c["inputs"])

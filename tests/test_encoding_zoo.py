@@ -25,7 +25,8 @@ from lgjax.validation import validate
 from tests.conftest import tiny
 from tests.test_identities import _carrier, _head_logits
 
-NEW = ("rope_linear", "rope_ntk", "rope_dynamic", "rope_yarn", "rope_llama3", "xpos",
+NEW = ("rope_linear", "rope_ntk", "rope_dynamic", "rope_yarn", "rope_llama3", "rope_longrope",
+       "xpos",
        "kerple_log", "kerple_power", "fire")
 
 # ---- the RoPE family at d_head = 64, base 1e4, s = 4, L_orig = 32 --------------------------
@@ -129,6 +130,28 @@ def test_llama3_keeps_short_divides_long_and_blends_between():
     np.testing.assert_allclose(theta, want, rtol=1e-9)
     assert 0 < a[3] < 1 and THETA[3] / 4 < theta[3] < THETA[3]
     np.testing.assert_allclose(gain, 1.0)
+
+
+def test_longrope_switches_factors_past_the_original_length():
+    """Up to L_orig tokens theta_i / short_i, from L_orig + 1 on theta_i / long_i; q and k gain
+    sqrt(1 + ln s / ln L_orig) (HF's default for LongRoPE), the logit its square."""
+    short, long = 1 + I / 320, 1 + 3 * (I / 31) ** 2
+    cfg = _cfg("rope_longrope", base=B, factor=S, original_max_position=L0,
+               short_factor=tuple(short), long_factor=tuple(long))
+    for L, want in [(16, THETA / short), (32, THETA / short), (33, THETA / long),
+                    (64, THETA / long)]:
+        theta, gain = _angles_and_gain(cfg, pos=1, length=L)
+        np.testing.assert_allclose(theta, want, rtol=1e-9)
+        np.testing.assert_allclose(gain, math.sqrt(1 + math.log(4) / math.log(32)), rtol=1e-9)
+    assert models.head_path(cfg) == "general"
+    _, gain = _angles_and_gain(_cfg("rope_longrope", factor=1.0))  # s <= 1: no gain, all 1
+    np.testing.assert_allclose(gain, 1.0)
+
+
+def test_longrope_options_read_back_from_json_stay_hashable():
+    cfg = RunConfig(model=_cfg("rope_longrope", short_factor=(1.0,) * 32, long_factor=(2.0,) * 32))
+    back = RunConfig.from_json(cfg.to_json())
+    assert back == cfg and hash(back.model.enc) == hash(cfg.model.enc)
 
 
 def test_xpos_scales_queries_up_and_keys_down_per_pair():
@@ -315,6 +338,11 @@ def test_fire_has_its_own_params_in_every_transformer_block():
     ("rope_yarn", {"beta_slow": 0.0}, "model.enc.beta_slow"),
     ("rope_yarn", {"attention_factor": float("nan")}, "model.enc.attention_factor"),
     ("rope_yarn", {"mscale": -1.0}, "model.enc.mscale"),
+    ("rope_longrope", {"short_factor": (1.0, 2.0)}, "model.enc.short_factor"),
+    ("rope_longrope", {"long_factor": (0.0,) * 32}, "model.enc.long_factor"),
+    ("rope_longrope", {"long_factor": "1,2"}, "model.enc.long_factor"),
+    ("rope_longrope", {"original_max_position": 1}, "model.enc.original_max_position"),
+    ("rope_longrope", {"attention_factor": -1.0}, "model.enc.attention_factor"),
     ("rope_yarn", {"mscale_all_dim": float("inf")}, "model.enc.mscale_all_dim"),
     ("rope_llama3", {"low_freq_factor": 4.0, "high_freq_factor": 4.0},
      "model.enc.high_freq_factor"),

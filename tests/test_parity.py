@@ -36,7 +36,7 @@ def test_golden_files_name_their_reference_and_stay_small():
     assert total < 1_000_000
     encodings = {c["encoding"] for f in P.FILES for c in P.golden(f)["cases"]}
     assert encodings == {"rope", "rope_linear", "rope_dynamic", "rope_yarn", "rope_llama3",
-                         "alibi", "t5", "xpos", "kerple_log", "kerple_power"}
+                         "rope_longrope", "alibi", "t5", "xpos", "kerple_log", "kerple_power"}
 
 
 def test_comparisons_can_fail():

@@ -15,7 +15,7 @@ the tests from the seed and checked against the sums recorded here. lgjax is not
 values are the references' alone; tests/parity_cases.py puts lgjax beside them.
 
 Which references: Hugging Face transformers' RoPE initialisers (LlamaRotaryEmbedding with each
-rope_type: default, linear, dynamic, yarn, llama3) and apply_rotary_pos_emb, T5Attention.
+rope_type: default, linear, dynamic, yarn, llama3, longrope) and apply_rotary_pos_emb, T5Attention.
 _relative_position_bucket, Bloom's build_alibi_tensor; torchscale's XPOS (the xPos authors'
 package); KERPLE's ParallelKerpleLog / ParallelKerplePower read from the authors' repository
 (no package: the classes are taken from the file by name and run on the CPU).
@@ -99,6 +99,22 @@ def hf_rope_cases():
         params = {"rope_type": "llama3", "rope_theta": base, "factor": s, "low_freq_factor": lo,
                   "high_freq_factor": hi, "original_max_position_embeddings": L0}
         cases.append(("rope_llama3", d, opts, params, int(L0 * s), [spread(min(L0, 64))]))
+    for i, (d, base, s, L0, af) in enumerate([(8, 1e4, 4.0, 16, None), (64, 1e4, 8.0, 32, None),
+                                               (128, 5e5, 32.0, 64, None),
+                                               (64, 1e4, 4.0, 32, 1.25), (16, 1e4, 1.0, 16, None)]):
+        rng = np.random.default_rng(9000 + i)  # per-pair factors: short near 1, long rising to s
+        short = [float(f"{x:.6g}") for x in 1 + 0.1 * rng.random(d // 2)]
+        long = [float(f"{x:.6g}") for x in
+                1 + (max(s, 1.0) - 1) * np.linspace(0, 1, d // 2) ** 2 + 0.1 * rng.random(d // 2)]
+        extra = {} if af is None else {"attention_factor": af}
+        opts = {"base": base, "factor": s, "original_max_position": L0, "short_factor": short,
+                "long_factor": long, **extra}
+        params = {"rope_type": "longrope", "rope_theta": base, "factor": s,
+                  "original_max_position_embeddings": L0, "short_factor": short,
+                  "long_factor": long, **extra}
+        lens = [L0 // 2, L0, L0 + 1, 4 * L0]  # short factors up to L_orig, long past it
+        pos = [sorted({0, 1, 2, 3, n // 2, n - 1}) for n in lens]
+        cases.append(("rope_longrope", d, opts, params, int(L0 * max(s, 1.0)), pos))
     return cases
 
 

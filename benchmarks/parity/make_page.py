@@ -54,6 +54,9 @@ CONVENTIONS = """\
   `test_dynamic_ntk_recomputes_where_hugging_face_caches`). The golden values are fresh modules'.
 - **ALiBi** (Bloom) adds slope x key position to every query's row, lgjax -slope x (query - key):
   the same row up to a constant per query, which the softmax removes.
+- **LongRoPE** takes its short or long per-pair factors from each sequence's own length, as
+  Hugging Face does on every call (it keeps no longest length); the golden cases draw the
+  factors from a seeded generator (short near 1, long rising to the factor s).
 - **xPos** (torchscale) centres the positions for its scale, a factor per pair that cancels in
   q . k; lgjax does not centre. Logits are compared, not the rotated vectors.
 """
@@ -68,8 +71,7 @@ NOT_COVERED = [  # (encoding, why it has no reference comparison)
      "values cannot match; the distribution (a sorted, distinct, uniform subset) is tested"),
     ("`ape`, `sinusoidal`, `relclip`, `nope`", "no reference computation beyond the textbook "
      "formula"),
-    ("LongRoPE, partial rotary (`partial_rotary_factor`), T5's bidirectional buckets",
-     "not in lgjax"),
+    ("partial rotary (`partial_rotary_factor`), T5's bidirectional buckets", "not in lgjax"),
 ]
 
 
