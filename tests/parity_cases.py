@@ -6,6 +6,15 @@ and lgjax's value for each, compared quantity by quantity.
 benchmarks/parity/make_page.py publishes (docs/parity.md): each record names the encoding, the
 reference, the quantity, the configuration, lgjax's largest difference and its tolerance.
 
+Sources (each golden file records its own, with the torch version):
+  hf_rope.json, t5_buckets.json, bloom_alibi.json: transformers 5.23.0 (PyPI) --
+    LlamaRotaryEmbedding with rope_type default/linear/dynamic/yarn/llama3/longrope and
+    apply_rotary_pos_emb; T5Attention._relative_position_bucket; build_alibi_tensor
+  xpos.json: torchscale 0.3.0 (PyPI; microsoft/torchscale, the xPos authors' package) --
+    torchscale/component/xpos_relative_position.py XPOS
+  kerple.json: the KERPLE authors' repository chijames/KERPLE, megatron/mpu/layers.py at commit
+    73f1ee2d24722cdbe277d473899321218f5cbd00 -- ParallelKerpleLog, ParallelKerplePower
+
 Conventions (each has a test in tests/test_parity.py):
   * rotary pairs: lgjax turns (x[2i], x[2i+1]); Hugging Face's rotate_half turns (x[i],
     x[i + d/2]). The logits agree once q and k are permuted between the two layouts (`to_pairs`):

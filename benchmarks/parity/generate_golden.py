@@ -3,9 +3,9 @@
 Runs in a reference environment of its own (torch; not lgjax's venv), with the pinned versions:
 
   python3 -m venv /tmp/refvenv
-  /tmp/refvenv/bin/pip install torch==2.13.0 transformers==5.23.0
+  /tmp/refvenv/bin/pip install torch==2.13.0 transformers==5.23.0  # a CPU build of torch will do
   /tmp/refvenv/bin/pip install --no-deps torchscale==0.3.0   # xPos only (its extra deps unused)
-  git clone https://github.com/chijames/KERPLE /tmp/KERPLE && git -C /tmp/KERPLE checkout 73f1ee2d
+  # a checkout of the KERPLE authors' repository (chijames/KERPLE) at 73f1ee2d in /tmp/KERPLE
   /tmp/refvenv/bin/python benchmarks/parity/generate_golden.py \\
       --kerple-layers /tmp/KERPLE/megatron/mpu/layers.py --out tests/data/parity
 
