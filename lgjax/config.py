@@ -144,6 +144,16 @@ class TrainConfig:
     fast_compile: bool = False
 
 
+def saved(cfg) -> dict:
+    """The JSON form of a config with a model (a RunConfig, a Grid): a variant encoding
+    (`Encoding.variant_of`) is saved as the encoding it varies, its options beside it."""
+    d = dataclasses.asdict(cfg)
+    entry = ENCODINGS.get(cfg.model.encoding)
+    if entry is not None and entry.variant_of:
+        d["model"]["encoding"] = entry.variant_of
+    return d
+
+
 @dataclass(frozen=True)
 class RunConfig:
     task: TaskConfig = field(default_factory=TaskConfig)
@@ -152,7 +162,7 @@ class RunConfig:
 
     def to_json(self) -> str:
         plugins = plugin_modules([self.model.encoding], [self.task.name])
-        return json.dumps(dataclasses.asdict(self) | ({"plugins": plugins} if plugins else {}),
+        return json.dumps(saved(self) | ({"plugins": plugins} if plugins else {}),
                           indent=2, sort_keys=True)
 
     @staticmethod

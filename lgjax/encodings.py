@@ -98,6 +98,10 @@ class Encoding:
     # rotary fast head: (L, cfg) -> R [L, F, 2, 2]; None: rotation_tensor(L, rope_freqs(cfg))
     fast_rotation: Callable | None = None
     per_layer: bool = False  # transformer: each block owns its params (False: shared by blocks)
+    # a variant of the registered encoding of this name, other options as its defaults (`profile
+    # --set`'s `rope[base=500.0]`): configs save that name and the options, so its runs read
+    # back in any process, where the variant is not registered
+    variant_of: str | None = None
 
     def rotate_pair(self, q, k, pos, length, cfg):
         """q and k [L, H, dh] of a sequence of `length` tokens at positions `pos`, turned."""

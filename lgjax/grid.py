@@ -38,6 +38,7 @@ from lgjax.config import (
     TaskConfig,
     TrainConfig,
     plugin_modules,
+    saved,
 )
 from lgjax.devices import first_local, place, seed_mesh, shard_seeds, to_host
 from lgjax.keys import DATA, stream
@@ -62,9 +63,9 @@ class Grid:
         return RunConfig(self.tasks[t], self.model, self.train)
 
     def to_json(self) -> str:
-        saved = {k: v for k, v in dataclasses.asdict(self).items() if k != "layout"}
+        d = {k: v for k, v in saved(self).items() if k != "layout"}
         plugins = plugin_modules([self.model.encoding], [k.name for k in self.tasks])
-        return json.dumps(saved | ({"plugins": plugins} if plugins else {}), indent=2,
+        return json.dumps(d | ({"plugins": plugins} if plugins else {}), indent=2,
                           sort_keys=True)
 
     @staticmethod

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import glob as glob_lib
 import json
 import logging
 import os
@@ -28,6 +29,8 @@ from pathlib import Path
 
 import jax
 import orbax.checkpoint as ocp
+from etils.epath import backend as epath_backend
+from etils.epath import gpath as epath_gpath
 
 from lgjax import plugins, train
 from lgjax.checkpoints import ledger
@@ -46,6 +49,27 @@ from lgjax.devices import is_leader, sync, to_host
 
 CONFIG_FILE = "config.json"
 TRASH = ".lgjax-trash-"  # a damaged step is renamed to this prefix before it is deleted
+
+
+def _literal_base_glob(glob):
+    """epath's local glob joins the folder it is called on into the pattern, so a run directory
+    whose path holds a glob character (`rope[base=500.0]`, `ck[a=1]`, `*`, `?`) matches nothing
+    there: orbax then finds no per-process files to merge when it commits a save (the step is
+    written but reads back as missing arrays) and no array metadata when it restores. The
+    folder is escaped here, as pathlib's own glob treats it; only the pattern orbax appends
+    (`ocdbt.process_*`, ...) matches."""
+
+    def literal(self, pattern: str):
+        if self._backend is not epath_backend.os_backend:
+            return glob(self, pattern)
+        return (self._new(f) for f in glob(self._new(glob_lib.escape(self._path_str)), pattern))
+
+    literal.lgjax_literal_base = True
+    return literal
+
+
+if not getattr(epath_gpath._GPath.glob, "lgjax_literal_base", False):
+    epath_gpath._GPath.glob = _literal_base_glob(epath_gpath._GPath.glob)
 
 
 def _diff(a: dict, b: dict, prefix="") -> list[str]:

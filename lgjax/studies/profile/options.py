@@ -59,6 +59,7 @@ def _register(name: str, options) -> str:
         enc.options.__name__, [(f.name, f.type, dataclasses.field(default=getattr(options,
                                                                                    f.name)))
                                for f in dataclasses.fields(options)], frozen=True)
-    ENCODINGS.register(label, dataclasses.replace(enc, options=cls), replace=True,
-                       module=ENCODINGS.providers.get(name))
+    ENCODINGS.register(label, dataclasses.replace(enc, options=cls,
+                                                  variant_of=enc.variant_of or name),
+                       replace=True, module=ENCODINGS.providers.get(name))
     return label
