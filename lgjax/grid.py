@@ -37,6 +37,7 @@ from lgjax.config import (
     RunConfig,
     TaskConfig,
     TrainConfig,
+    canonical_json,
     plugin_modules,
     saved,
 )
@@ -65,8 +66,7 @@ class Grid:
     def to_json(self) -> str:
         d = {k: v for k, v in saved(self).items() if k != "layout"}
         plugins = plugin_modules([self.model.encoding], [k.name for k in self.tasks])
-        return json.dumps(d | ({"plugins": plugins} if plugins else {}), indent=2,
-                          sort_keys=True)
+        return canonical_json(d | ({"plugins": plugins} if plugins else {}))
 
     @staticmethod
     def from_json(text: str) -> Grid:

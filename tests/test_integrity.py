@@ -181,8 +181,8 @@ def test_unreadable_digest_and_changed_config_are_damage(run_copy):
         for step in (1, 2):
             with pytest.raises(checkpoints.CheckpointError, match=f"step {step} .*digest file"):
                 run.restore_verified(step)
-    cfg_file.write_text(cfg_file.read_text() + "\n")  # same config, other bytes
-    run = open_run(run_copy)
+    cfg_file.write_text(cfg_file.read_text().replace('"lr": 0.001', '"lr": 0.002'))
+    run = open_run(run_copy)  # another config, readable: not the one step 4 was saved with
     with run, pytest.raises(checkpoints.CheckpointError, match="config.json differs"):
         run.restore_verified(4)
 

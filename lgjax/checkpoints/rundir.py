@@ -38,9 +38,9 @@ from lgjax.checkpoints.folders import CheckpointNames, step_folders, stray_folde
 from lgjax.checkpoints.integrity import (
     CheckpointError,
     Digests,
+    config_digests,
     damaged,
     nonfinite_leaf,
-    sha256_file,
     write_atomic,
 )
 from lgjax.checkpoints.lock import RunDirLock, check_unlocked
@@ -236,7 +236,7 @@ class RunDir:
                 self.manager = _manager(self.path, read_only=True)
         else:
             self._open_for_writing(resume)
-        self._config_sha = sha256_file(self.path / CONFIG_FILE)
+        self._config_shas = config_digests(self.path / CONFIG_FILE)
         self.strays = stray_folders(self.path)
         if not readonly and not self.steps():
             self._seconds_before = 0.0
@@ -303,7 +303,7 @@ class RunDir:
             self._move_aside(step)
         whole = to_host(states)  # several processes: every one takes part in the gather
         if is_leader():
-            self.digests.write_arrays(step, whole, self._config_sha)
+            self.digests.write_arrays(step, whole, self._config_shas[0])
             if self._seconds_before is not None:
                 ledger.record(self.path, step, self._seconds_before
                               + time.perf_counter() - self._opened_at)
@@ -353,7 +353,7 @@ class RunDir:
                                   "not a checkpoint")
         record = self.digests.load(step)
         if record is not None:
-            self.digests.check_files(step, record, self._config_sha)
+            self.digests.check_files(step, record, self._config_shas)
         try:
             if step not in self.manager.all_steps():
                 self.manager.reload()
