@@ -26,6 +26,9 @@ def parse(name: str, pairs: tuple[str, ...]):
         if not eq or key not in known:
             raise ConfigError(f"--set: {pair!r} is not key=value with a key of {name}'s options "
                               f"({', '.join(sorted(known)) or 'it has none'})")
+        if key in values:
+            raise ConfigError(f"--set {key}: given twice ({key}={values[key]!r} and {pair}); "
+                              "give each option once")
         try:
             values[key] = PARSE.get(known[key], known[key])(text)
         except (ValueError, KeyError):
