@@ -240,8 +240,9 @@ def train_program(grid: Grid, path: Path | str, resume: bool = False,
             states, loss_C = runner(states, jnp.int32(end - start))
             # one exchange per chunk: every process sees every cell's flag, decides alike
             bad_C, loss_C = to_host((states.bad_step, loss_C))
-            train.check_finite(states._replace(bad_step=bad_C),
-                               [f"cell {c}" for c in cell_names(grid)])
+            with run.training():
+                train.check_finite(states._replace(bad_step=bad_C),
+                                   [f"cell {c}" for c in cell_names(grid)])
             if (end % t.ckpt_every == 0 or end == t.steps) and run.needs_save(end):
                 log.flush()  # the rows up to a checkpoint are on disk before it commits
                 run.save(end, states)

@@ -46,6 +46,7 @@ from lgjax.checkpoints.integrity import (
 from lgjax.checkpoints.lock import RunDirLock, check_unlocked
 from lgjax.config import ConfigError, RunConfig
 from lgjax.devices import is_leader, sync, to_host
+from lgjax.errors import TrainingDiverged
 
 CONFIG_FILE = "config.json"
 TRASH = ".lgjax-trash-"  # a damaged step is renamed to this prefix before it is deleted
@@ -227,6 +228,7 @@ class RunDir:
         self._lock = RunDirLock(self.path)  # taken by a writer only; releasing is idempotent
         self._pending: int | None = None  # saved step whose files are not digested yet
         self._legacy_noticed = False
+        self.unverified_step: int | None = None  # restored without a digest to check it against
         # lgjax.checkpoints.ledger: this process's seconds count from here; the seconds before
         # it are those recorded at the step it restores (0 for a run with no step yet)
         self._opened_at, self._seconds_before = time.perf_counter(), None
@@ -420,6 +422,7 @@ class RunDir:
                                       "run directory aside to train the run again")
             return None
         record = None if self.readonly else self.digests.load(step)
+        self.unverified_step = None if self.digests.path(step).exists() else step
         if record is not None and "files" not in record and is_leader():
             self.digests.add_files(step)  # killed before they were recorded; arrays verified
         if not self.readonly:
@@ -428,6 +431,21 @@ class RunDir:
             print(f"lgjax: {self.path}: damaged checkpoint step{'s' * (len(bad) > 1)} "
                   f"skipped ({what}); resuming from step {step}", file=sys.stderr)
         return step, state
+
+    @contextlib.contextmanager
+    def training(self):
+        """Training on from the step restored: a run that diverges after resuming from a step
+        with no digest (only checked for finite values) names that step as a cause beside the
+        learning rate (a flipped bit there can hold a huge finite value)."""
+        try:
+            yield
+        except TrainingDiverged as err:
+            s = self.unverified_step
+            if s is None:
+                raise
+            raise TrainingDiverged(f"{err}; or the checkpoint it resumed from: step {s} has no "
+                                   "digest and was only checked for finite values (move step "
+                                   f"folder {s} aside to resume from an earlier one)") from err
 
     def restore(self, step: int | None = None) -> train.TrainState:
         """restore_verified(step); step None: the newest intact step."""

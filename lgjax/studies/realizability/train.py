@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from lgjax import grid
-from lgjax.checkpoints import step_folders
+from lgjax.checkpoints import CONFIG_FILE, CheckpointError, read_config, step_folders
 from lgjax.checkpoints.integrity import write_atomic
 from lgjax.config import ConfigError, ModelConfig, TrainConfig
 from lgjax.devices import is_leader
@@ -159,6 +159,13 @@ def check(cfg: Config) -> None:
                               "evaluation and no final checkpoint to measure again; keep "
                               "--test-lengths/--eval-sequences as they were or choose another "
                               "--ckpt-root")
+        elif res is not None and (path / CONFIG_FILE).exists():
+            try:  # measured: nothing here reads its checkpoints, but open_run and dynamics do
+                read_config(path, grid.Grid)
+            except CheckpointError as err:
+                print(f"lgjax: {err}; the program's measurement ({PROGRAM_RESULTS}) is used as "
+                      f"it is; its checkpoints open again once {CONFIG_FILE} is restored (the "
+                      f"'grid' entry of {PROGRAM_RESULTS} holds it)", file=sys.stderr)
 
 
 def runs(cfg: Config) -> dict[str, grid.Grid]:
