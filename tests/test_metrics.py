@@ -305,7 +305,7 @@ def test_resume_names_a_damaged_row_it_drops(uninterrupted, runner, tmp_path, ca
     capsys.readouterr()
     driver.train_run(CFG, run, resume=True, runner=runner)
     err = capsys.readouterr().err.strip().splitlines()
-    assert [e for e in err if "line 4 not a metrics row (damaged: 'loss' is" in e
+    assert [e for e in err if "line 4 is not a metrics row (damaged: 'loss' is" in e
             and "dropped on resume" in e and str(path) in e], err
     want = [json.loads(x) for i, x in enumerate(uninterrupted[0].joinpath(
         metrics.METRICS_FILE).read_text().splitlines()) if i != 3]

@@ -117,9 +117,11 @@ def keep_until(path: Path, step: int) -> None:
     rows, bad = _parse(lines)
     rows = [r for r in rows if r["step"] <= step]
     if bad:
-        print(f"lgjax: {path}: line{'s' * (len(bad) > 1)} "
-              f"{', '.join(str(n) for n, _ in bad)} not a metrics row (damaged: {bad[0][1]}) "
-              "and dropped on resume; the curves miss that row", file=sys.stderr)
+        many = len(bad) > 1
+        print(f"lgjax: {path}: line{'s' * many} {', '.join(str(n) for n, _ in bad)} "
+              f"{'are' if many else 'is'} not a metrics row (damaged: {bad[0][1]}) and "
+              f"{'are' if many else 'is'} dropped on resume; the curves miss "
+              f"{'those rows' if many else 'that row'}", file=sys.stderr)
     if len(rows) != len(lines):
         write_atomic(path, "".join(json.dumps(r) + "\n" for r in rows))
 
