@@ -57,3 +57,7 @@ def test_a_profile_with_set_options_trains_resumes_and_its_runs_open(tmp_path, m
         run.restore()
     assert main(["dynamics", str(run_dir), "--lengths", "8,12", "--eval-sequences", "32",
                  "--out", str(tmp_path / "dyn")]) == 0, capsys.readouterr().err
+    program = out / "checkpoints" / "quick" / "realizability" / "1L1H" / "rope[base=500.0]"
+    with open_run(program) as run:  # the realizability grid program, the same way
+        assert (run.config.model.encoding, run.config.model.enc.base) == ("rope", 500.0)
+        assert int(run.restore().step.reshape(-1)[0]) == tiny_recipe.rz_steps
