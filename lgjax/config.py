@@ -54,6 +54,45 @@ def plugin_modules(encodings, tasks) -> list[str]:
     return sorted(m for m in mods if m and m not in CORE_PROVIDERS)
 
 
+def canonical_json(data) -> str:
+    """The one form lgjax writes a config in (sorted keys, indent 2): a config's identity is its
+    content, so a file rewritten with other formatting digests as this form of its data."""
+    return json.dumps(data, indent=2, sort_keys=True)
+
+
+def _kind(default) -> str:
+    return {bool: "true or false", int: "an integer", float: "a number", str: "a string",
+            tuple: "a list"}.get(type(default), type(default).__name__)
+
+
+def _is_like(value, default) -> bool:
+    """`value` read from JSON has the type of the field's `default` (an integer is a number)."""
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(value, bool) and isinstance(default, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float))
+    if isinstance(default, tuple):
+        return isinstance(value, (list, tuple)) and (
+            not default or all(_is_like(v, default[0]) for v in value))
+    return isinstance(value, type(default))
+
+
+def check_types(defaults, given: dict, where: str) -> None:
+    """Every value of a saved config's section `given` of the type of the field's default in
+    `defaults` (a dataclass instance; options, and None defaults, are checked on their own): a
+    hand-edited `"d": "16"` is named here, not a TypeError inside a trace."""
+    if not isinstance(given, dict):
+        raise ConfigError(f"{where}: {given!r} is not an object of fields")
+    for f in dataclasses.fields(defaults):
+        want = getattr(defaults, f.name)
+        if f.type in (float, "float") and isinstance(want, int) and not isinstance(want, bool):
+            want = float(want)  # `x: float = 1`: a number, whatever its default's type
+        if f.name in given and want is not None and not dataclasses.is_dataclass(want) \
+                and not _is_like(given[f.name], want):
+            raise ConfigError(f"{where}.{f.name}: {given[f.name]!r} is not {_kind(want)} (its "
+                              f"default is {want!r}); correct that field")
+
+
 def _known(kind: str, registry: dict, name: str, field: str):
     if name not in registry:
         raise ConfigError(f"{field}: unknown {kind} {name!r} in a saved config; this lgjax knows "
@@ -88,10 +127,13 @@ class TaskConfig:
     def from_dict(d: dict) -> TaskConfig:
         """The JSON form, or the flat form of configs saved before the tasks owned their knobs
         (every task's knobs on every task; those of other tasks never affected it)."""
+        check_types(TaskConfig(), d, "task")
         entry = _known("task", TASKS, d["name"], "task.name")
         known = {f.name for f in dataclasses.fields(entry.options)}
         flat = {k: v for k, v in d.items() if k in known}
-        return TaskConfig(d["name"], d.get("vocab", 20), entry.options(**d.get("opts", flat)))
+        opts = d.get("opts", flat)
+        check_types(entry.options(), opts, "task.opts")
+        return TaskConfig(d["name"], d.get("vocab", 20), entry.options(**opts))
 
 
 @dataclass(frozen=True)
@@ -115,12 +157,15 @@ class ModelConfig:
     @staticmethod
     def from_dict(d: dict) -> ModelConfig:
         """The JSON form, or the flat form of configs saved before (see FLAT_OPTIONS)."""
+        check_types(ModelConfig(), d, "model")
         name = d["encoding"]
         entry = _known("encoding", ENCODINGS, name, "model.encoding")
         flat = {FLAT_OPTIONS[k][1]: v for k, v in d.items()
                 if k in FLAT_OPTIONS and FLAT_OPTIONS[k][0] == name}
         fields = {k: v for k, v in d.items() if k not in FLAT_OPTIONS}
-        return ModelConfig(**fields | {"enc": entry.options(**d.get("enc", flat))})
+        opts = d.get("enc", flat)
+        check_types(entry.options(), opts, "model.enc")
+        return ModelConfig(**fields | {"enc": entry.options(**opts)})
 
 
 @dataclass(frozen=True)
@@ -144,6 +189,16 @@ class TrainConfig:
     fast_compile: bool = False
 
 
+def saved(cfg) -> dict:
+    """The JSON form of a config with a model (a RunConfig, a Grid): a variant encoding
+    (`Encoding.variant_of`) is saved as the encoding it varies, its options beside it."""
+    d = dataclasses.asdict(cfg)
+    entry = ENCODINGS.get(cfg.model.encoding)
+    if entry is not None and entry.variant_of:
+        d["model"]["encoding"] = entry.variant_of
+    return d
+
+
 @dataclass(frozen=True)
 class RunConfig:
     task: TaskConfig = field(default_factory=TaskConfig)
@@ -152,11 +207,11 @@ class RunConfig:
 
     def to_json(self) -> str:
         plugins = plugin_modules([self.model.encoding], [self.task.name])
-        return json.dumps(dataclasses.asdict(self) | ({"plugins": plugins} if plugins else {}),
-                          indent=2, sort_keys=True)
+        return canonical_json(saved(self) | ({"plugins": plugins} if plugins else {}))
 
     @staticmethod
     def from_dict(d: dict) -> RunConfig:
+        check_types(TrainConfig(), d["train"], "train")
         train = dict(d["train"])
         train["seeds"] = tuple(train["seeds"])
         train["decay_params"] = tuple(train["decay_params"])

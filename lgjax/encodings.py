@@ -49,7 +49,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lgjax.errors import require
+from lgjax.errors import finite, require
 from lgjax.registry import Registry
 
 # lgjax.config's ModelConfig and TrainConfig, as the behaviours' signatures name them (config
@@ -98,6 +98,10 @@ class Encoding:
     # rotary fast head: (L, cfg) -> R [L, F, 2, 2]; None: rotation_tensor(L, rope_freqs(cfg))
     fast_rotation: Callable | None = None
     per_layer: bool = False  # transformer: each block owns its params (False: shared by blocks)
+    # a variant of the registered encoding of this name, other options as its defaults (`profile
+    # --set`'s `rope[base=500.0]`): configs save that name and the options, so its runs read
+    # back in any process, where the variant is not registered
+    variant_of: str | None = None
 
     def rotate_pair(self, q, k, pos, length, cfg):
         """q and k [L, H, dh] of a sequence of `length` tokens at positions `pos`, turned."""
@@ -180,7 +184,10 @@ def rope_kernel(params, q_pos, k_pos, cfg):
 def _validate_rope(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
     require(d_head(m) % 2 == 0, "model.d", f"RoPE rotates pairs of dimensions but d_head = "
             f"d/heads = {d_head(m)} is odd; use an even width per head")
-    require(m.enc.base > 1.0, "model.enc.base", "must be > 1")
+    require(finite(m.enc.base) and m.enc.base > 1.0, "model.enc.base",
+            f"must be > 1 and finite, got {m.enc.base}")
+    require(finite(m.enc.scale) and m.enc.scale > 0, "model.enc.scale",
+            f"must be > 0 and finite (1: the plain rotary angles), got {m.enc.scale}")
 
 
 # ---- additive -----------------------------------------------------------------------------
@@ -264,8 +271,10 @@ def sinusoidal_table(params, pos, length, cfg: ModelConfig):
     return jnp.stack([jnp.sin(ang), jnp.cos(ang)], axis=-1).reshape(pos.shape[0], -1)
 
 
-def _validate_even_d(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
+def _validate_sinusoidal(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
     require(m.d % 2 == 0, "model.d", f"sinusoidal pairs sin/cos but d={m.d} is odd; use even d")
+    require(finite(m.enc.base) and m.enc.base > 0, "model.enc.base",
+            f"must be > 0 and finite, got {m.enc.base}")
 
 
 def additive_kernel(table_fn, length=lambda cfg: 1):
@@ -329,8 +338,8 @@ def _validate_alibi(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
     require(m.enc.slopes in ("fixed", "geometric", "evenly_spaced"), "model.enc.slopes",
             "use fixed (`slope` on every head), geometric (the reference ALiBi slopes) or "
             "evenly_spaced (2^(-8h/H), not the reference unless heads is a power of two)")
-    require(m.enc.slopes != "fixed" or m.enc.slope >= 0, "model.enc.slope",
-            "must be >= 0 (a recency penalty)")
+    require(m.enc.slopes != "fixed" or finite(m.enc.slope) and m.enc.slope >= 0,
+            "model.enc.slope", f"must be >= 0 and finite (a recency penalty), got {m.enc.slope}")
 
 
 @dataclass(frozen=True)
@@ -398,7 +407,7 @@ ENCODINGS: Registry = Registry("encoding", {
                     horizon=ape_horizon,
                     length_free=lambda c: c.enc.oob in ("error", "untrained", "clamp")),
     "sinusoidal": Encoding("additive", additive_kernel(sinusoidal_table),
-                           embed=sinusoidal_table, validate=_validate_even_d,
+                           embed=sinusoidal_table, validate=_validate_sinusoidal,
                            options=SinusoidalOptions),
     "rope": Encoding("rotary", rope_kernel, rotate=rope_rotate, validate=_validate_rope,
                      options=RopeOptions),

@@ -6,6 +6,7 @@ these."""
 
 from __future__ import annotations
 
+import math
 import os
 
 
@@ -28,6 +29,12 @@ class TrainingDiverged(RuntimeError):
 def require(cond: bool, field_name: str, message: str) -> None:
     if not cond:
         raise ConfigError(f"{field_name}: {message}")
+
+
+def finite(x) -> bool:
+    """A finite number (an option read from the command line or a file may be inf, nan, a
+    string or a bool)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 class Relayed(Exception):

@@ -37,7 +37,9 @@ from lgjax.config import (
     RunConfig,
     TaskConfig,
     TrainConfig,
+    canonical_json,
     plugin_modules,
+    saved,
 )
 from lgjax.devices import first_local, place, seed_mesh, shard_seeds, to_host
 from lgjax.keys import DATA, stream
@@ -62,10 +64,9 @@ class Grid:
         return RunConfig(self.tasks[t], self.model, self.train)
 
     def to_json(self) -> str:
-        saved = {k: v for k, v in dataclasses.asdict(self).items() if k != "layout"}
+        d = {k: v for k, v in saved(self).items() if k != "layout"}
         plugins = plugin_modules([self.model.encoding], [k.name for k in self.tasks])
-        return json.dumps(saved | ({"plugins": plugins} if plugins else {}), indent=2,
-                          sort_keys=True)
+        return canonical_json(d | ({"plugins": plugins} if plugins else {}))
 
     @staticmethod
     def from_json(text: str) -> Grid:
@@ -239,8 +240,9 @@ def train_program(grid: Grid, path: Path | str, resume: bool = False,
             states, loss_C = runner(states, jnp.int32(end - start))
             # one exchange per chunk: every process sees every cell's flag, decides alike
             bad_C, loss_C = to_host((states.bad_step, loss_C))
-            train.check_finite(states._replace(bad_step=bad_C),
-                               [f"cell {c}" for c in cell_names(grid)])
+            with run.training():
+                train.check_finite(states._replace(bad_step=bad_C),
+                                   [f"cell {c}" for c in cell_names(grid)])
             if (end % t.ckpt_every == 0 or end == t.steps) and run.needs_save(end):
                 log.flush()  # the rows up to a checkpoint are on disk before it commits
                 run.save(end, states)

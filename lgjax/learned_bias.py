@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 
 from lgjax.encodings import ENCODINGS, Encoding, bias_kernel, float_dtype
-from lgjax.errors import require
+from lgjax.errors import finite, require
 
 
 def softplus_inverse(y: float) -> float:
@@ -44,10 +44,6 @@ def softplus_inverse(y: float) -> float:
 
 def logit(p: float) -> float:
     return math.log(p) - math.log1p(-p)
-
-
-def _finite(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 # ---- Kerple -------------------------------------------------------------------------------
@@ -101,13 +97,13 @@ def kerple_power_bias(params, dist, cfg):
 def _validate_kerple(r2_max: float | None):
     def validate(m, t, max_len) -> None:
         o = m.enc
-        require(_finite(o.r1_init) and o.r1_init > 0, "model.enc.r1_init",
+        require(finite(o.r1_init) and o.r1_init > 0, "model.enc.r1_init",
                 f"must be a finite number > 0 (r1 is kept positive), got {o.r1_init}")
         if r2_max is None:
-            require(_finite(o.r2_init) and o.r2_init > 0, "model.enc.r2_init",
+            require(finite(o.r2_init) and o.r2_init > 0, "model.enc.r2_init",
                     f"must be a finite number > 0 (r2 is kept positive), got {o.r2_init}")
         else:
-            require(_finite(o.r2_init) and 0 < o.r2_init < r2_max, "model.enc.r2_init",
+            require(finite(o.r2_init) and 0 < o.r2_init < r2_max, "model.enc.r2_init",
                     f"must be a finite number in (0, {r2_max:g}) (the exponent is "
                     f"{r2_max:g} sigmoid(raw)), got {o.r2_init}")
 
@@ -171,9 +167,9 @@ def _validate_fire(m, t, max_len) -> None:
     o = m.enc
     require(isinstance(o.hidden, int) and not isinstance(o.hidden, bool) and o.hidden >= 1,
             "model.enc.hidden", f"must be an integer >= 1 (the MLP's width), got {o.hidden!r}")
-    require(_finite(o.c_init) and o.c_init > 0, "model.enc.c_init",
+    require(finite(o.c_init) and o.c_init > 0, "model.enc.c_init",
             f"must be a finite number > 0 (c is kept positive), got {o.c_init}")
-    require(_finite(o.threshold_init) and o.threshold_init > 0, "model.enc.threshold_init",
+    require(finite(o.threshold_init) and o.threshold_init > 0, "model.enc.threshold_init",
             f"must be a finite number > 0 (L_thr is kept positive), got {o.threshold_init}")
 
 

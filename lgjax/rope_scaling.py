@@ -53,7 +53,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lgjax.encodings import ENCODINGS, Encoding, d_head, float_dtype, rotate, rotation_tensor
-from lgjax.errors import require
+from lgjax.errors import finite, require
 
 # ---- options ------------------------------------------------------------------------------
 
@@ -341,22 +341,18 @@ def xpos_fast_rotation(L, cfg):
 # ---- validation ---------------------------------------------------------------------------
 
 
-def _finite(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
 def _validate_rotary(m, extra_dims: bool = False) -> None:
     require(d_head(m) % 2 == 0, "model.d", f"rotary encodings turn pairs of dimensions but "
             f"d_head = d/heads = {d_head(m)} is odd; use an even width per head")
     if extra_dims:
         require(d_head(m) > 2, "model.d", f"the NTK exponent d_head/(d_head-2) needs d_head > 2, "
                 f"got {d_head(m)}; use a wider head")
-    require(_finite(m.enc.base) and m.enc.base > 1.0, "model.enc.base",
+    require(finite(m.enc.base) and m.enc.base > 1.0, "model.enc.base",
             f"must be a finite number > 1, got {m.enc.base}")
 
 
 def _validate_factor(m) -> None:
-    require(_finite(m.enc.factor) and m.enc.factor > 0, "model.enc.factor",
+    require(finite(m.enc.factor) and m.enc.factor > 0, "model.enc.factor",
             f"must be a finite number > 0 (the extension factor s; 1 = plain RoPE), got "
             f"{m.enc.factor}")
 
@@ -387,17 +383,17 @@ def _validate_yarn(m, t, max_len) -> None:
     _validate_linear(m, t, max_len)
     _validate_original(m)
     o = m.enc
-    require(_finite(o.beta_slow) and o.beta_slow > 0, "model.enc.beta_slow",
+    require(finite(o.beta_slow) and o.beta_slow > 0, "model.enc.beta_slow",
             f"must be a finite number of turns > 0 (HF's default 1), got {o.beta_slow}")
-    require(_finite(o.beta_fast) and o.beta_fast > o.beta_slow, "model.enc.beta_fast",
+    require(finite(o.beta_fast) and o.beta_fast > o.beta_slow, "model.enc.beta_fast",
             f"must be a finite number of turns > beta_slow = {o.beta_slow} (HF's default 32), "
             f"got {o.beta_fast}")
-    require(_finite(o.attention_factor) and o.attention_factor >= 0, "model.enc.attention_factor",
+    require(finite(o.attention_factor) and o.attention_factor >= 0, "model.enc.attention_factor",
             f"must be a finite gain > 0, or 0 for the default 0.1 ln(s) + 1; got "
             f"{o.attention_factor}")
     for name in ("mscale", "mscale_all_dim"):
         v = getattr(o, name)
-        require(_finite(v) and v >= 0, f"model.enc.{name}", f"must be a finite number >= 0 (0: "
+        require(finite(v) and v >= 0, f"model.enc.{name}", f"must be a finite number >= 0 (0: "
                 f"absent; the gain is m(mscale)/m(mscale_all_dim) when both are > 0), got {v}")
     require(isinstance(o.truncate, bool), "model.enc.truncate", "must be true or false")
 
@@ -411,10 +407,10 @@ def _validate_longrope(m, t, max_len) -> None:
             "divides by ln(original_max_position)")
     for name in ("short_factor", "long_factor"):
         v = getattr(o, name)
-        require(isinstance(v, tuple) and len(v) in (0, F) and all(_finite(x) and x > 0 for x in v),
+        require(isinstance(v, tuple) and len(v) in (0, F) and all(finite(x) and x > 0 for x in v),
                 f"model.enc.{name}", f"must be {F} finite numbers > 0 (one per rotary pair, "
                 f"d_head/2 = {F}), or empty for all 1; got {v!r}")
-    require(_finite(o.attention_factor) and o.attention_factor >= 0, "model.enc.attention_factor",
+    require(finite(o.attention_factor) and o.attention_factor >= 0, "model.enc.attention_factor",
             f"must be a finite gain > 0, or 0 for the default sqrt(1 + ln s / ln L_orig); got "
             f"{o.attention_factor}")
 
@@ -423,9 +419,9 @@ def _validate_llama3(m, t, max_len) -> None:
     _validate_linear(m, t, max_len)
     _validate_original(m)
     o = m.enc
-    require(_finite(o.low_freq_factor) and o.low_freq_factor > 0, "model.enc.low_freq_factor",
+    require(finite(o.low_freq_factor) and o.low_freq_factor > 0, "model.enc.low_freq_factor",
             f"must be a finite number > 0 (Llama 3.1: 1), got {o.low_freq_factor}")
-    require(_finite(o.high_freq_factor) and o.high_freq_factor > o.low_freq_factor,
+    require(finite(o.high_freq_factor) and o.high_freq_factor > o.low_freq_factor,
             "model.enc.high_freq_factor", f"must be a finite number > low_freq_factor = "
             f"{o.low_freq_factor} (Llama 3.1: 4), got {o.high_freq_factor}")
 
@@ -433,10 +429,10 @@ def _validate_llama3(m, t, max_len) -> None:
 def _validate_xpos(m, t, max_len) -> None:
     _validate_rotary(m)
     o = m.enc
-    require(_finite(o.gamma) and o.gamma > 0, "model.enc.gamma",
+    require(finite(o.gamma) and o.gamma > 0, "model.enc.gamma",
             f"must be a finite number > 0 (zeta_0 = gamma/(1+gamma) must be > 0; the paper's "
             f"0.4), got {o.gamma}")
-    require(_finite(o.scale_base) and o.scale_base > 0, "model.enc.scale_base",
+    require(finite(o.scale_base) and o.scale_base > 0, "model.enc.scale_base",
             f"must be a finite number > 0 (the paper's 512), got {o.scale_base}")
 
 

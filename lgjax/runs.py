@@ -60,7 +60,20 @@ class Run(RunDir):
         if not file.is_file():
             raise CheckpointError(f"{file} is missing: run `lgjax dynamics {self.path}` first "
                                   "(or pass the dynamics.json it wrote with --out)")
-        return metrics.columns(json.loads(file.read_text()))
+        again = f"run `lgjax dynamics {self.path}` again"
+        try:
+            rows = json.loads(file.read_text())
+        except (ValueError, UnicodeDecodeError) as err:
+            raise CheckpointError(f"{file} is not valid JSON ({err}); {again}") from None
+        if not isinstance(rows, list):
+            raise CheckpointError(f"{file} holds a JSON {type(rows).__name__}, not a list of "
+                                  f"rows; {again}")
+        for i, row in enumerate(rows):
+            why = metrics.row_problem(row, metrics.DYNAMICS_REQUIRED)
+            if why is not None:
+                raise CheckpointError(f"{file}: row {i + 1} is not a dynamics row (damaged: "
+                                      f"{why}); {again}")
+        return metrics.columns(rows)
 
 
 def open_run(path: Path | str) -> Run:

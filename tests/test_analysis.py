@@ -1,11 +1,15 @@
+import json
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from lgjax import models
-from lgjax.checkpoints import driver
+from lgjax.checkpoints import CheckpointError, driver
 from lgjax.harness.cli import main
+from lgjax.runs import open_run
 from lgjax.studies.implicit_bias import analysis, dynamics
 from tests.conftest import tiny
 
@@ -113,3 +117,17 @@ def test_dynamics_on_tiny_run(tmp_path, capsys):
                  "--eval-sequences", "32"]) == 0
     assert (tmp_path / "run" / "dynamics" / "dynamics.png").stat().st_size > 0
     assert "carrier_key/h0" in capsys.readouterr().out
+    # a damaged dynamics.json is lgjax's own error naming the file (and the row), never a
+    # JSONDecodeError or a KeyError from the Python API
+    file = tmp_path / "run" / "dynamics" / "dynamics.json"
+    good = json.loads(file.read_text())
+    for text, says in ((file.read_text()[:40], "is not valid JSON"),
+                       ('{"seed": 0}', "holds a JSON dict"),
+                       (json.dumps([good[0], {**good[1], "value": "x"}]),
+                        "row 2 is not a dynamics row (damaged: 'value' is 'x', not a number)"),
+                       (json.dumps([{k: v for k, v in good[0].items() if k != "seed"}]),
+                        "row 1 is not a dynamics row (damaged: no 'seed')")):
+        file.write_text(text)
+        with open_run(tmp_path / "run") as run, \
+                pytest.raises(CheckpointError, match=re.escape(f"{file}") + ".*" + re.escape(says)):
+            run.dynamics()

@@ -256,6 +256,27 @@ def test_a_results_file_that_is_damaged_or_of_another_command_is_one_line(tmp_pa
     assert not (tmp_path / "out").exists()
 
 
+def test_an_out_that_cannot_be_written_names_the_flag(tmp_path, capsys):
+    """contract-report from a results file, and curves given a folder for its figure: --out
+    is named (it was only the path, from the OS error at the write)."""
+    from lgjax.studies.contract.report import RESULT_KEYS
+
+    (tmp_path / "res").mkdir()
+    (tmp_path / "res" / "results.json").write_text(json.dumps(
+        {"experiment": "contract-train"} | dict.fromkeys(RESULT_KEYS, [])))
+    (tmp_path / "a_file").write_text("not a folder")
+    for out in ("/proc/lgjax-out", str(tmp_path / "a_file" / "sub")):
+        line = one_line_exit_2(["contract-report", str(tmp_path / "res"), "--out", out], capsys)
+        assert "--out" in line, line
+    (tmp_path / "fig.png").mkdir()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "metrics.jsonl").write_text(
+        '{"step": 1, "seed": 0, "loss": 1.0, "param_norm": 1.0, "diverged": false}\n')
+    line = one_line_exit_2(["curves", str(tmp_path / "run"), "--out", str(tmp_path / "fig.png")],
+                           capsys)
+    assert "--out" in line and "is a folder" in line, line
+
+
 def test_contract_report_checks_its_options_before_restoring_a_cell(tmp_path, capsys,
                                                                     monkeypatch):
     from lgjax.studies.contract import train as contract_train

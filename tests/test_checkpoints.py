@@ -1,4 +1,5 @@
 import dataclasses
+import json
 import os
 import shutil
 import signal
@@ -9,6 +10,7 @@ import pytest
 from lgjax import checkpoints, train
 from lgjax.checkpoints import driver, ledger
 from lgjax.config import ConfigError
+from lgjax.harness.cli import main
 from lgjax.runs import open_run
 from tests.conftest import start_training, tiny, wait_for_step
 
@@ -117,3 +119,42 @@ def test_check_run_dir_writes_nothing(tmp_path):
         with pytest.raises(ConfigError):
             checkpoints.RunDir(path, cfg)
     assert (tmp_path / "file").read_text() == ""
+
+
+def test_a_config_rewritten_with_other_formatting_is_the_same_run(run_copy, runner, trained,
+                                                                 tmp_path, capsys):
+    """A config's identity is its content: the same data, keys in another order, another
+    indent and a trailing newline, resumes, restores and analyses as before."""
+    cfg_file = run_copy / "config.json"
+    data = json.loads(cfg_file.read_text())
+    cfg_file.write_text(json.dumps(dict(reversed(data.items())), indent=4) + "\n")
+    with open_run(run_copy) as run:
+        assert run.config == CFG
+        assert [s for s, _ in run.readable_steps()] == [0, 1, 2, 4, 8, 12] and not run.damaged
+    chex.assert_trees_all_equal(driver.train_run(CFG, run_copy, resume=True, runner=runner),
+                                trained[1])
+    assert main(["dynamics", str(run_copy), "--lengths", "8,12", "--eval-sequences", "16",
+                 "--out", str(tmp_path / "dyn")]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("section, field, value", [
+    ("model", "d", "16"), ("train", "lr", "fast"), ("train", "seeds", [0, "1"]),
+    ("task", "vocab", 8.5), ("model", "enc", {"base": "big"}),
+])
+def test_a_config_field_of_the_wrong_type_is_one_line_naming_it(run_copy, tmp_path, capsys,
+                                                                section, field, value):
+    cfg_file = run_copy / "config.json"
+    data = json.loads(cfg_file.read_text())
+    data[section][field] = value
+    cfg_file.write_text(json.dumps(data))
+    name = f"{section}.{field}" + (".base" if field == "enc" else "")
+    with pytest.raises(checkpoints.CheckpointError, match=f"corrupt \\({name}: "):
+        open_run(run_copy)
+    with pytest.raises(checkpoints.CheckpointError, match=name):
+        driver.train_run(CFG, run_copy, resume=True)
+    capsys.readouterr()
+    for argv in (["dynamics", str(run_copy), "--out", str(tmp_path / "dyn")],
+                 ["contract-lab", "--run-dir", str(run_copy), "--out", str(tmp_path / "lab")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and name in err[0] and str(cfg_file) in err[0], err

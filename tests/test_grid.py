@@ -185,8 +185,15 @@ def test_study_skips_measured_programs_and_resumes_unfinished(tmp_path, capsys):
     assert resumed["trained_seconds"][name] == first["trained_seconds"] > 0
     assert read_back["train_seconds"] == {name: 0.0}
     assert "prev" in capsys.readouterr().out
-    fewer = run_study(rt, dataclasses.replace(cfg, run=dataclasses.replace(run, eval_sequences=4)))
+    cfg4 = dataclasses.replace(cfg, run=dataclasses.replace(run, eval_sequences=4))
+    fewer = run_study(rt, cfg4)
     assert fewer["programs"][0]["eval_sequences"] == 4  # measured again, from the last checkpoint
+    # a measured program whose config.json is junk: its measurement is used, the damage named
+    capsys.readouterr()
+    (path / "config.json").write_text("junk")
+    assert run_study(rt, cfg4)["programs"][0] == fewer["programs"][0]
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{path / 'config.json'} is corrupt" in err[0], err
 
 
 def test_a_killed_study_keeps_the_programs_it_measured(tmp_path, monkeypatch):

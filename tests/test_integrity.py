@@ -13,9 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lgjax import checkpoints, train
+from lgjax import checkpoints, errors, train
 from lgjax.checkpoints import driver, integrity
 from lgjax.checkpoints.rundir import failed_reads_muted
+from lgjax.errors import TrainingDiverged
 from lgjax.runs import open_run
 from tests.conftest import tiny
 
@@ -181,8 +182,8 @@ def test_unreadable_digest_and_changed_config_are_damage(run_copy):
         for step in (1, 2):
             with pytest.raises(checkpoints.CheckpointError, match=f"step {step} .*digest file"):
                 run.restore_verified(step)
-    cfg_file.write_text(cfg_file.read_text() + "\n")  # same config, other bytes
-    run = open_run(run_copy)
+    cfg_file.write_text(cfg_file.read_text().replace('"lr": 0.001', '"lr": 0.002'))
+    run = open_run(run_copy)  # another config, readable: not the one step 4 was saved with
     with run, pytest.raises(checkpoints.CheckpointError, match="config.json differs"):
         run.restore_verified(4)
 
@@ -257,6 +258,25 @@ def test_undigested_step_holding_non_finite_values_is_damage(run_copy, saved, ru
     with run:
         assert run.restore_latest_intact()[0] == 4
     assert "no digests/ folder" in capsys.readouterr().err
+
+
+def test_a_divergence_after_resuming_from_an_unverified_step_names_that_step(run_copy,
+                                                                            runner):
+    """A flipped bit in a step without its digest can hold a huge finite value that passes the
+    finite check and makes training diverge: the one line names that step beside the rate."""
+    with checkpoints.RunDir(run_copy, CFG, resume=True) as run:
+        good = run.restore(2)
+    for step in (2, 4):
+        shutil.rmtree(run_copy / str(step))
+        (run_copy / "digests" / f"{step}.json").unlink()
+    huge = good._replace(params=jax.tree.map(lambda x: x * 1e30, good.params))
+    with checkpoints.RunDir(run_copy, CFG, resume=True) as run:
+        run.save(2, huge)
+    (run_copy / "digests" / "2.json").unlink()
+    with pytest.raises(TrainingDiverged) as err:
+        driver.train_run(CFG, run_copy, resume=True, runner=runner)
+    line = errors.one_line(err.value)
+    assert "lower train.lr" in line and "step 2 has no digest" in line and "\n" not in line
 
 
 def test_a_background_save_outlives_a_paused_process(tmp_path):

@@ -1,7 +1,9 @@
 """metrics.jsonl and the TensorBoard scalars as a run trains, across a kill and --resume;
 `lgjax.open_run` on a finished and on a live run; `lgjax curves`."""
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -212,6 +214,24 @@ def test_a_damaged_line_is_named_and_only_a_last_line_cut_short_is_skipped(unint
         path.write_text("\n".join([*lines[:3], damaged, *lines[3:]]) + "\n")
         with pytest.raises(CheckpointError, match=f"{path}: line 4 is not a metrics row"):
             metrics.read_rows(run)
+    # a row that parses but lacks a field, or holds one of the wrong type
+    row, full = json.loads(lines[3]), tmp_path / "full"
+    shutil.copytree(uninterrupted[0], full)
+    for field, value, says in (("loss", "0.5", "'loss' is '0.5', not a number"),
+                               ("seed", None, "no 'seed'"),
+                               ("step", 2.5, "'step' is 2.5, not an integer >= 0"),
+                               ("diverged", "no", "'diverged' is 'no', not true or false")):
+        bad = {k: v for k, v in row.items() if k != field} | (
+            {} if value is None else {field: value})
+        path.write_text("\n".join([*lines[:3], json.dumps(bad), *lines[4:]]) + "\n")
+        with pytest.raises(CheckpointError, match=f"line 4 is not a metrics row .*{says}"):
+            metrics.read_rows(run)
+        assert main(["curves", str(run), "--out", str(tmp_path / "c.png")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and says in err[0] and str(path) in err[0], err
+        with lgjax.open_run(full) as reader, pytest.raises(CheckpointError, match=says):
+            shutil.copy(path, full / metrics.METRICS_FILE)
+            reader.metrics()  # the Python API: lgjax's own error, the same line
     path.write_text("\n".join([*lines, "[1, 2]"]) + "\n")  # a whole last line that is no row
     with pytest.raises(CheckpointError, match=f"line {len(lines) + 1} "):
         metrics.read_rows(run)
@@ -268,3 +288,25 @@ def test_event_files_never_import_torch(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert scalars(tmp_path / "tb" / "seed-0", "train/loss") == [(1, 0.5)]
+
+
+def test_resume_names_a_damaged_row_it_drops(uninterrupted, runner, tmp_path, capsys):
+    """A damaged middle row cannot be kept (its chunk's loss is in no checkpoint): resume drops
+    it and says so in one line; the rows before the step it restores from are kept as they
+    were, those after it written again."""
+    run = tmp_path / "run"
+    shutil.copytree(uninterrupted[0], run)
+    shutil.rmtree(run / "12")  # resume from step 8
+    path = run / metrics.METRICS_FILE
+    lines = path.read_text().splitlines()
+    lines[3] = lines[3].replace('"loss": ', '"loss": "') .replace(', "param_norm"',
+                                                                  '", "param_norm"')
+    path.write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    driver.train_run(CFG, run, resume=True, runner=runner)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert [e for e in err if "line 4 is not a metrics row (damaged: 'loss' is" in e
+            and "dropped on resume" in e and str(path) in e], err
+    want = [json.loads(x) for i, x in enumerate(uninterrupted[0].joinpath(
+        metrics.METRICS_FILE).read_text().splitlines()) if i != 3]
+    assert metrics.read_rows(run) == want

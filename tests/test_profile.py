@@ -115,9 +115,17 @@ def test_the_card_shows_the_key_carrier_fraction_of_a_rotary_part():
     (["profile", "rope", "--set", "bse=2"], "--set: 'bse=2' is not key=value"),
     (["profile", "rope", "--set", "base=0.5"], "model.enc.base: must be > 1"),
     (["profile", "rope", "--random-positions", "60"], "--random-positions"),  # < 80 tested
+    # the encoding's own ranges (those every run config is validated against)
+    (["profile", "rope", "--set", "scale=0"], "model.enc.scale: must be > 0"),
+    (["profile", "rope", "--set", "scale=-2"], "model.enc.scale: must be > 0"),
+    (["profile", "rope", "--set", "base=inf"], "model.enc.base: must be > 1 and finite"),
+    (["profile", "rope", "--set", "base=500,base=600"], "--set base: given twice"),
+    (["profile", "alibi", "--set", "slope=nan"], "model.enc.slope"),
+    (["profile", "sinusoidal", "--set", "base=0"], "model.enc.base"),
 ])
 def test_a_bad_plugin_encoding_or_option_is_one_line_exit_2_before_any_work(
-        tmp_path, capsys, argv, says):
+        tmp_path, capsys, monkeypatch, argv, says):
+    monkeypatch.setattr(instruments, "measure_all", lambda *a, **k: pytest.fail("it trained"))
     out = tmp_path / "out"
     assert cli.main([*argv, "--out", str(out)]) == 2
     err = capsys.readouterr().err
@@ -126,6 +134,29 @@ def test_a_bad_plugin_encoding_or_option_is_one_line_exit_2_before_any_work(
     # nothing the command registered stays behind (the contract lab scores every encoding)
     from lgjax.encodings import ENCODINGS
     assert not [n for n in ENCODINGS if "[" in n]
+
+
+@pytest.mark.parametrize("text, says", [
+    (None, "is not a file"),
+    ('{"recipes": {"quick": {"encodings": {"rope": {', "is not readable JSON"),
+    ("[1, 2]", "holds no 'recipes' object"),
+    ('{"experiment": "multiseed", "rope": {}}', "holds no 'recipes' object"),
+    ('{"recipes": {"quick": {"made": "x", "command": "y", "encodings": {"rope": {}}}}}',
+     "encoding 'rope' of its 'quick' entry is damaged (KeyError"),
+    ('{"recipes": {"quick": {"encodings": {}}}}', "its 'quick' entry is damaged (KeyError"),
+])
+def test_a_missing_or_damaged_reference_is_one_line_before_any_work(tmp_path, capsys,
+                                                                    monkeypatch, text, says):
+    monkeypatch.setattr(instruments, "measure_all", lambda *a, **k: pytest.fail("it trained"))
+    ref = tmp_path / "reference.json"
+    if text is not None:
+        ref.write_text(text)
+    out = tmp_path / "out"
+    argv = ["profile", "rope", "--quick", "--reference", str(ref), "--out", str(out)]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--reference: {ref}" in err and says in err, err
+    assert not out.exists()
 
 
 def test_profiling_a_canonical_encoding_repeats_its_reference(tmp_path, monkeypatch, capsys):

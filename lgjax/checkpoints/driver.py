@@ -33,4 +33,5 @@ def train_run(cfg: RunConfig, path: Path | str, resume: bool = False, on_chunk=N
             if on_chunk is not None:
                 on_chunk(step, states, loss_S)
 
-        return train.train(cfg, states, hook, runner, devices)
+        with run.training():
+            return train.train(cfg, states, hook, runner, devices)

@@ -19,6 +19,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from lgjax.config import canonical_json
 from lgjax.errors import CheckpointError
 
 DIGEST_DIR = "digests"
@@ -34,6 +35,19 @@ def damaged(run_dir: Path, step: int, reason: str) -> CheckpointError:
 def sha256_file(path: Path) -> str:
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def config_digests(path: Path) -> tuple[str, ...]:
+    """What a step's recorded config digest may be: the sha256 of config.json's data in the
+    canonical form (`lgjax.config.canonical_json`, the form lgjax writes, so the two agree on
+    every file lgjax wrote), then of its bytes. A config's identity is its content: the same
+    config rewritten with other formatting is the config the steps were saved with."""
+    raw = path.read_bytes()
+    try:
+        canonical = canonical_json(json.loads(raw)).encode()
+    except ValueError:  # not JSON: read_config names it when the run is opened
+        canonical = raw
+    return hashlib.sha256(canonical).hexdigest(), hashlib.sha256(raw).hexdigest()
 
 
 def array_digests(tree) -> dict[str, str]:
@@ -127,9 +141,10 @@ class Digests:
                 from err
         return record
 
-    def check_files(self, step: int, record: dict, config_sha: str) -> None:
-        """Before restoring: config.json and (when recorded) every file of the step folder."""
-        if record["config_sha256"] != config_sha:
+    def check_files(self, step: int, record: dict, config_shas: tuple[str, ...]) -> None:
+        """Before restoring: config.json (`config_digests`) and (when recorded) every file of
+        the step folder."""
+        if record["config_sha256"] not in config_shas:
             raise damaged(self.run_dir, step, "config.json differs from the one it was saved with")
         step_dir = self.run_dir / str(step)
         for name, want in record.get("files", {}).items():

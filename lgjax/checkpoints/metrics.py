@@ -18,6 +18,7 @@ Only process 0 of a job writes.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -48,32 +49,79 @@ def param_norms(params_S) -> np.ndarray:
                        for x in jax.tree.leaves(params_S)))
 
 
-def _parse(lines: list[str], path: Path | None = None) -> list[dict]:
-    """The rows of these lines; a line cut short (the last, while a run still writes) is
-    skipped. With `path` (a reader's), any other line that is not a row is a CheckpointError
-    naming it: damage, not a run in progress (a resumed run drops a killed one's cut line)."""
-    rows = []
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+# a row's fields and what each must hold (step, seed and loss in every row; a grid's also cell
+# and task); the checks a reader makes before a value reaches a curve or an array
+FIELDS = {"step": ("an integer >= 0", lambda v: isinstance(v, int) and not isinstance(v, bool)
+                   and v >= 0),
+          "seed": ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+          "cell": ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+          "task": ("a string", lambda v: isinstance(v, str)),
+          "loss": ("a number", _number), "param_norm": ("a number", _number),
+          "diverged": ("true or false", lambda v: isinstance(v, bool)),
+          # the rows of `lgjax dynamics` (dynamics.json): one metric of one seed at one step
+          "metric": ("a string", lambda v: isinstance(v, str)), "value": ("a number", _number)}
+REQUIRED = ("step", "seed", "loss")
+DYNAMICS_REQUIRED = ("seed", "step", "metric", "value")
+
+
+def row_problem(row, required: tuple[str, ...] = REQUIRED) -> str | None:
+    """Why a parsed line is not a metrics row (or, `required` = DYNAMICS_REQUIRED, a dynamics
+    row); None: it is one."""
+    if not isinstance(row, dict):
+        return "not a JSON object"
+    missing = [k for k in required if k not in row]
+    if missing:
+        return f"no {missing[0]!r}"
+    for k, (what, ok) in FIELDS.items():
+        if k in row and not ok(row[k]):
+            return f"{k!r} is {row[k]!r}, not {what}"
+    return None
+
+
+def _parse(lines: list[str]) -> tuple[list[dict], list[tuple[int, str]]]:
+    """(the rows of these lines, (line number, why) of each other line). A last line cut short
+    (a run still writing, or killed mid-line) is skipped, not a problem."""
+    rows, bad = [], []
     for i, line in enumerate(lines):
         try:
             row = json.loads(line)
         except json.JSONDecodeError:
-            row = None
-        if isinstance(row, dict) and "step" in row:
+            if i == len(lines) - 1:
+                continue
+            row, why = None, "not JSON"
+        else:
+            why = row_problem(row)
+        if why is None:
             rows.append(row)
-        elif path is not None and (i < len(lines) - 1 or row is not None):
-            raise CheckpointError(f"{path}: line {i + 1} is not a metrics row (damaged); delete "
-                                  "that line to read the others (its step's row is then "
-                                  "missing)")
-    return rows
+        else:
+            bad.append((i + 1, why))
+    return rows, bad
+
+
+def damaged_line(path: Path, line: int, why: str) -> str:
+    return (f"{path}: line {line} is not a metrics row (damaged: {why}); delete that line to "
+            "read the others (its step's row is then missing)")
 
 
 def keep_until(path: Path, step: int) -> None:
     """Drop the rows past `step` (and any cut-short line), rewriting the file atomically only
-    when something goes."""
+    when something goes. A damaged line cannot be kept either: it goes with a one-line notice
+    (the loss of that chunk is in no checkpoint to restore it from)."""
     if not path.is_file():
         return
     lines = path.read_text().splitlines()
-    rows = [r for r in _parse(lines) if r["step"] <= step]
+    rows, bad = _parse(lines)
+    rows = [r for r in rows if r["step"] <= step]
+    if bad:
+        many = len(bad) > 1
+        print(f"lgjax: {path}: line{'s' * many} {', '.join(str(n) for n, _ in bad)} "
+              f"{'are' if many else 'is'} not a metrics row (damaged: {bad[0][1]}) and "
+              f"{'are' if many else 'is'} dropped on resume; the curves miss "
+              f"{'those rows' if many else 'that row'}", file=sys.stderr)
     if len(rows) != len(lines):
         write_atomic(path, "".join(json.dumps(r) + "\n" for r in rows))
 
@@ -162,7 +210,10 @@ def read_rows(run_dir: Path | str) -> list[dict]:
     if not path.is_file():
         raise CheckpointError(f"{path} is missing: {run_dir} is not a run directory, or was "
                               "trained before lgjax saved metrics (train it again to get them)")
-    return _parse(path.read_text().splitlines(), path)
+    rows, bad = _parse(path.read_text().splitlines())
+    if bad:
+        raise CheckpointError(damaged_line(path, *bad[0]))
+    return rows
 
 
 def columns(rows: list[dict]) -> dict[str, np.ndarray]:

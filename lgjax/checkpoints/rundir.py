@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import glob as glob_lib
 import json
 import logging
 import os
@@ -28,6 +29,8 @@ from pathlib import Path
 
 import jax
 import orbax.checkpoint as ocp
+from etils.epath import backend as epath_backend
+from etils.epath import gpath as epath_gpath
 
 from lgjax import plugins, train
 from lgjax.checkpoints import ledger
@@ -35,17 +38,42 @@ from lgjax.checkpoints.folders import CheckpointNames, step_folders, stray_folde
 from lgjax.checkpoints.integrity import (
     CheckpointError,
     Digests,
+    config_digests,
     damaged,
     nonfinite_leaf,
-    sha256_file,
     write_atomic,
 )
 from lgjax.checkpoints.lock import RunDirLock, check_unlocked
 from lgjax.config import ConfigError, RunConfig
 from lgjax.devices import is_leader, sync, to_host
+from lgjax.errors import TrainingDiverged
 
 CONFIG_FILE = "config.json"
 TRASH = ".lgjax-trash-"  # a damaged step is renamed to this prefix before it is deleted
+
+
+def _literal_base_glob(glob):
+    """epath's local glob joins the folder it is called on into the pattern, so a run directory
+    whose path holds a glob character (`rope[base=500.0]`, `ck[a=1]`, `*`, `?`) matches nothing
+    there: orbax then finds no per-process files to merge when it commits a save (the step is
+    written but reads back as missing arrays) and no array metadata when it restores. The
+    folder is escaped here, as pathlib's own glob treats it; only the pattern orbax appends
+    (`ocdbt.process_*`, ...) matches."""
+
+    def literal(self, pattern: str):
+        if self._backend is not epath_backend.os_backend:
+            return glob(self, pattern)
+        return (self._new(f) for f in glob(self._new(glob_lib.escape(self._path_str)), pattern))
+
+    literal.lgjax_literal_base = True
+    return literal
+
+
+# epath's private class: an etils without it is left as it is (tests/test_odd_paths.py then
+# fails on a bracketed run directory, rather than every import here)
+_GPath = getattr(epath_gpath, "_GPath", None)
+if _GPath is not None and not getattr(_GPath.glob, "lgjax_literal_base", False):
+    _GPath.glob = _literal_base_glob(_GPath.glob)
 
 
 def _diff(a: dict, b: dict, prefix="") -> list[str]:
@@ -203,6 +231,7 @@ class RunDir:
         self._lock = RunDirLock(self.path)  # taken by a writer only; releasing is idempotent
         self._pending: int | None = None  # saved step whose files are not digested yet
         self._legacy_noticed = False
+        self.unverified_step: int | None = None  # restored without a digest to check it against
         # lgjax.checkpoints.ledger: this process's seconds count from here; the seconds before
         # it are those recorded at the step it restores (0 for a run with no step yet)
         self._opened_at, self._seconds_before = time.perf_counter(), None
@@ -212,7 +241,7 @@ class RunDir:
                 self.manager = _manager(self.path, read_only=True)
         else:
             self._open_for_writing(resume)
-        self._config_sha = sha256_file(self.path / CONFIG_FILE)
+        self._config_shas = config_digests(self.path / CONFIG_FILE)
         self.strays = stray_folders(self.path)
         if not readonly and not self.steps():
             self._seconds_before = 0.0
@@ -279,7 +308,7 @@ class RunDir:
             self._move_aside(step)
         whole = to_host(states)  # several processes: every one takes part in the gather
         if is_leader():
-            self.digests.write_arrays(step, whole, self._config_sha)
+            self.digests.write_arrays(step, whole, self._config_shas[0])
             if self._seconds_before is not None:
                 ledger.record(self.path, step, self._seconds_before
                               + time.perf_counter() - self._opened_at)
@@ -329,7 +358,7 @@ class RunDir:
                                   "not a checkpoint")
         record = self.digests.load(step)
         if record is not None:
-            self.digests.check_files(step, record, self._config_sha)
+            self.digests.check_files(step, record, self._config_shas)
         try:
             if step not in self.manager.all_steps():
                 self.manager.reload()
@@ -396,6 +425,7 @@ class RunDir:
                                       "run directory aside to train the run again")
             return None
         record = None if self.readonly else self.digests.load(step)
+        self.unverified_step = None if self.digests.path(step).exists() else step
         if record is not None and "files" not in record and is_leader():
             self.digests.add_files(step)  # killed before they were recorded; arrays verified
         if not self.readonly:
@@ -404,6 +434,21 @@ class RunDir:
             print(f"lgjax: {self.path}: damaged checkpoint step{'s' * (len(bad) > 1)} "
                   f"skipped ({what}); resuming from step {step}", file=sys.stderr)
         return step, state
+
+    @contextlib.contextmanager
+    def training(self):
+        """Training on from the step restored: a run that diverges after resuming from a step
+        with no digest (only checked for finite values) names that step as a cause beside the
+        learning rate (a flipped bit there can hold a huge finite value)."""
+        try:
+            yield
+        except TrainingDiverged as err:
+            s = self.unverified_step
+            if s is None:
+                raise
+            raise TrainingDiverged(f"{err}; or the checkpoint it resumed from: step {s} has no "
+                                   "digest and was only checked for finite values (move step "
+                                   f"folder {s} aside to resume from an earlier one)") from err
 
     def restore(self, step: int | None = None) -> train.TrainState:
         """restore_verified(step); step None: the newest intact step."""

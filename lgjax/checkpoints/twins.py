@@ -4,17 +4,20 @@ Studies name their runs (`prop1/K2`, `variants/a-rope-K2`, ...) and several name
 training (same task, model, recipe and seeds). A config trains to the same states whatever its
 run is called (same program, keys from the seed ids alone), so a run whose directory is not
 started yet reuses a finished twin instead of training again: its results name the twin's
-directory. A twin is found by its config.json, written once as `cfg.to_json()`, byte for byte.
+directory. A twin is found by its config.json, written once as `cfg.to_json()`, compared by
+content (the same data in any formatting).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 from lgjax.checkpoints.folders import step_folders
 from lgjax.checkpoints.lock import RunDirLocked, check_unlocked
 from lgjax.checkpoints.rundir import CONFIG_FILE
+from lgjax.config import canonical_json
 
 MAX_DEPTH = 6  # folders below --ckpt-root searched for run directories
 
@@ -35,12 +38,12 @@ def is_being_written(run_dir: Path) -> bool:
 
 
 def holds_finished(path: Path, cfg) -> bool:
-    """`path` holds exactly `cfg` (its config.json, byte for byte) and its final step."""
+    """`path` holds exactly `cfg` (its config.json's data) and its final step."""
     if cfg.train.steps not in step_folders(path):
         return False
     try:
-        return (path / CONFIG_FILE).read_text() == cfg.to_json()
-    except (OSError, UnicodeDecodeError):
+        return canonical_json(json.loads((path / CONFIG_FILE).read_text())) == cfg.to_json()
+    except (OSError, ValueError):
         return False  # unreadable: not this run (its own run says so when it is opened)
 
 

@@ -48,6 +48,9 @@ def check(cfg: Config) -> list[Path]:
         raise ConfigError("run_dirs: give at least one run folder")
     if Path(cfg.out).suffix not in FORMATS:
         raise ConfigError(f"--out: {cfg.out} must end in one of {', '.join(FORMATS)}")
+    if Path(cfg.out).is_dir():
+        raise ConfigError(f"--out: {cfg.out} is a folder; give the figure's file name (e.g. "
+                          f"{Path(cfg.out) / 'curves.png'})")
     check_writable(Path(cfg.out).parent, "--out")
     return run_dirs(cfg.run_dirs)
 

@@ -48,6 +48,7 @@ def main(cfg: Config) -> None:
         result = outputs.read_result(path, "source", "contract-train", RESULT_KEYS,
                                      "contract-train")
         out = Path(cfg.out or path.parent)
+        check_writable(out, "--out")
     elif (src / "contract").is_dir():
         out = Path(cfg.out or src / "report")
         check_writable(out, "--out")  # before measuring the runs, not after it

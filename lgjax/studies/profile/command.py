@@ -61,10 +61,9 @@ def main(cfg: Config) -> int:
 def profile(cfg: Config, name: str, recipe: recipes.Recipe) -> int:
     out = check(cfg, name, recipe)
     ref_file = Path(cfg.reference) if cfg.reference else reference.FILE
-    reference.load(ref_file)  # a damaged file stops here, before anything trains
+    ref = reference.checked(ref_file, recipe.name)  # before anything trains
     t0 = time.perf_counter()
     inst, secs = instruments.measure_all(name, recipe, out, M=cfg.random_positions)
-    ref = reference.load(ref_file)["recipes"].get(recipe.name)  # as it is now
     ref_inst = ref["encodings"] if ref else {}
     note = (f"{', '.join(ref_inst)} from {ref_file.name} (made {ref['made']} by `{ref['command']}`)"
             if ref else f"none: {ref_file} has no '{recipe.name}' entry")

@@ -26,6 +26,9 @@ def parse(name: str, pairs: tuple[str, ...]):
         if not eq or key not in known:
             raise ConfigError(f"--set: {pair!r} is not key=value with a key of {name}'s options "
                               f"({', '.join(sorted(known)) or 'it has none'})")
+        if key in values:
+            raise ConfigError(f"--set {key}: given twice ({key}={values[key]!r} and {pair}); "
+                              "give each option once")
         try:
             values[key] = PARSE.get(known[key], known[key])(text)
         except (ValueError, KeyError):
@@ -59,6 +62,7 @@ def _register(name: str, options) -> str:
         enc.options.__name__, [(f.name, f.type, dataclasses.field(default=getattr(options,
                                                                                    f.name)))
                                for f in dataclasses.fields(options)], frozen=True)
-    ENCODINGS.register(label, dataclasses.replace(enc, options=cls), replace=True,
-                       module=ENCODINGS.providers.get(name))
+    ENCODINGS.register(label, dataclasses.replace(enc, options=cls,
+                                                  variant_of=enc.variant_of or name),
+                       replace=True, module=ENCODINGS.providers.get(name))
     return label

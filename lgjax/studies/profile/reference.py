@@ -14,7 +14,8 @@ import json
 import sys
 from pathlib import Path
 
-from lgjax.studies.profile import instruments, recipes
+from lgjax.errors import ConfigError
+from lgjax.studies.profile import instruments, recipes, summary
 
 FILE = Path(__file__).with_name("reference.json")
 CANONICAL = ("ape", "nope", "alibi", "sinusoidal", "rope")  # the realizability study's five
@@ -23,6 +24,38 @@ COMMAND = "nice python -m lgjax.studies.profile.reference --recipe {recipe} --ou
 
 def load(path: Path = FILE) -> dict:
     return json.loads(path.read_text()) if path.exists() else {"recipes": {}}
+
+
+def checked(path: Path, recipe: str) -> dict | None:
+    """The `recipe` entry of the reference file `path` (None where it has none), read and
+    checked as the card will read it, before anything trains: a missing, unreadable, truncated
+    or foreign file is a ConfigError naming --reference."""
+    fix = ("give the reference.json that `python -m lgjax.studies.profile.reference` writes, or "
+           "leave --reference out for the packaged one")
+    if not path.is_file():
+        raise ConfigError(f"--reference: {path} is not a file; {fix}")
+    try:
+        ref = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise ConfigError(f"--reference: {path} is not readable JSON ({err}); {fix}") from None
+    entries = ref.get("recipes") if isinstance(ref, dict) else None
+    if not isinstance(entries, dict):
+        raise ConfigError(f"--reference: {path} holds no 'recipes' object (not a profile "
+                          f"reference); {fix}")
+    entry, name = entries.get(recipe), None
+    if entry is None:
+        return None
+    try:
+        if not all(isinstance(entry[k], str) for k in ("made", "command")):
+            raise TypeError("'made' and 'command' must be strings")
+        for name in entry["encodings"]:
+            summary.of(entry["encodings"][name])
+            list(entry["encodings"][name]["contract"][0]["curve"])  # the figure reads it too
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
+        what = f"encoding {name!r} of its " if name else "its "
+        raise ConfigError(f"--reference: {path}: {what}{recipe!r} entry is damaged "
+                          f"({type(err).__name__}: {err}); {fix}") from None
+    return entry
 
 
 def entry(recipe: recipes.Recipe, out: Path, encodings=CANONICAL) -> dict:

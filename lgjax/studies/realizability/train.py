@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from lgjax import grid
-from lgjax.checkpoints import step_folders
+from lgjax.checkpoints import CONFIG_FILE, CheckpointError, read_config, step_folders
 from lgjax.checkpoints.integrity import write_atomic
 from lgjax.config import ConfigError, ModelConfig, TrainConfig
 from lgjax.devices import is_leader
@@ -133,9 +133,10 @@ def measured(cfg: Config, path: Path, g: grid.Grid) -> dict | None:
     """The program's saved measurement (its results.json), when it is of this very grid and
     evaluation; such a program needs no training and no evaluation."""
     res, saved = saved_results(path)
-    # compared as configs, not dicts: fields added since the run was saved take their defaults
-    same = res is not None and saved == g and (res["lengths"], res["eval_sequences"]) \
-        == (list(cfg.test_lengths), cfg.run.eval_sequences)
+    # compared as configs read back, not dicts: fields added since the run was saved take their
+    # defaults (and a variant encoding reads back as the encoding it varies, with its options)
+    same = res is not None and saved.to_json() == g.to_json() and \
+        (res["lengths"], res["eval_sequences"]) == (list(cfg.test_lengths), cfg.run.eval_sequences)
     return res if same else None
 
 
@@ -158,6 +159,13 @@ def check(cfg: Config) -> None:
                               "evaluation and no final checkpoint to measure again; keep "
                               "--test-lengths/--eval-sequences as they were or choose another "
                               "--ckpt-root")
+        elif res is not None and (path / CONFIG_FILE).exists():
+            try:  # measured: nothing here reads its checkpoints, but open_run and dynamics do
+                read_config(path, grid.Grid)
+            except CheckpointError as err:
+                print(f"lgjax: {err}; the program's measurement ({PROGRAM_RESULTS}) is used as "
+                      f"it is; its checkpoints open again once {CONFIG_FILE} is restored (the "
+                      f"'grid' entry of {PROGRAM_RESULTS} holds it)", file=sys.stderr)
 
 
 def runs(cfg: Config) -> dict[str, grid.Grid]:
