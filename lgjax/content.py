@@ -45,7 +45,15 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
-from lgjax.encodings import ENCODINGS, Encoding, alibi_bias, d_head, logit_scale, no_kernel
+from lgjax.encodings import (
+    ENCODINGS,
+    Encoding,
+    RelClipOptions,
+    alibi_bias,
+    d_head,
+    logit_scale,
+    no_kernel,
+)
 from lgjax.errors import require
 from lgjax.learned_bias import kerple_init, kerple_log_bias, softplus_inverse
 
@@ -124,6 +132,20 @@ def cope_content(params, view, cfg):
     return view.logits + cope_term(view.q, params["cope_e"], p_HxLxL) * logit_scale(cfg)
 
 
+def cope_restriction(options: CopeOptions):
+    """CoPE with every gate at 1 is a relative encoding: p_ij = min(i - j + 1, max_pos), and
+    with the content removed q_i . e[p] is a free logit per value of p, i.e. per offset
+    i - j < max_pos - 1 and one shared past it: relclip with clip = max_pos - 1 (NoPE when
+    max_pos = 1: every offset reads p = 1)."""
+    mp = options.max_pos
+    label = (f"of CoPE with every gate at 1 (p_ij = min(i - j + 1, {mp}): a learned logit per "
+             f"offset, " + (f"shared from {mp - 1} on; relclip with clip = {mp - 1})"
+                            if mp > 1 else "one for all; nope)"))
+    if mp > 1:
+        return "relclip", RelClipOptions(clip=mp - 1), label
+    return "nope", None, label
+
+
 def _validate_cope(m, t, max_len) -> None:
     require(_positive_int(m.enc.max_pos), "model.enc.max_pos",
             f"must be an integer >= 1 (the largest contextual position), got {m.enc.max_pos!r}")
@@ -195,7 +217,8 @@ _ENTRIES = {
     "fox": Encoding("content", no_kernel, init=fox_init, content=fox_content,
                     validate=_validate_fox, options=FoxOptions, per_layer=True),
     "cope": Encoding("content", no_kernel, init=cope_init, content=cope_content,
-                     validate=_validate_cope, options=CopeOptions, per_layer=True),
+                     validate=_validate_cope, options=CopeOptions, per_layer=True,
+                     positional_restriction=cope_restriction),
     "dape": Encoding("content", no_kernel, init=dape_init, content=dape_content,
                      validate=_validate_dape, options=DapeOptions, per_layer=True),
 }

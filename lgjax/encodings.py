@@ -154,6 +154,10 @@ class Encoding:
     per_layer: bool = False  # transformer: each block owns its params (False: shared by blocks)
     # (params, view: ContentView, cfg) -> logits [H, L, L]; None: view.logits (content alone)
     content: Callable | None = None
+    # a content-aware encoding's principled positional restriction, where one exists:
+    # (its options) -> (a positional-only encoding, that encoding's options, a label saying
+    # which restriction); alpha_L is then read on it and labelled (None: alpha_L undefined)
+    positional_restriction: Callable | None = None
 
     def rotate_pair(self, q, k, pos, length, cfg):
         """q and k [L, H, dh] of a sequence of `length` tokens at positions `pos`, turned."""

@@ -328,3 +328,58 @@ def test_dape_reads_the_randomized_positions():
     validate(rp, eval_lengths=(16,))
     states = train.train(rp)
     assert int(states.step[0]) == 3 and (np.asarray(states.bad_step) == -1).all()
+
+
+def test_contract_train_counts_a_per_layer_encodings_params_in_every_block():
+    from types import SimpleNamespace
+
+    from lgjax.studies.contract import measure
+
+    m = ModelConfig("fox", arch="transformer", layers=2, d=D, heads=H)
+    params = jax.tree.map(lambda x: x[None], transformer.init_params(jax.random.key(0), m, 8, 8))
+    t = SimpleNamespace(states=SimpleNamespace(params=params), config=RunConfig(model=m))
+    counts = measure.parameter_counts(t)
+    assert counts["encoding"] == 2 * (D * H + H)  # w [d, H] and b [H] per block
+    assert counts["total"] == sum(x.size for x in jax.tree.leaves(params))
+
+
+def test_cope_with_every_gate_at_one_is_a_clipped_relative_logit():
+    """The restriction alpha_L is read on for cope: gates at 1 give p_ij = min(i - j + 1,
+    max_pos), so for a fixed query the positional term depends on min(i - j, max_pos - 1) only,
+    and takes a different value per offset below it (relclip with clip = max_pos - 1)."""
+    max_pos, n = 4, 9
+    e = jax.random.normal(jax.random.key(2), (max_pos + 1, 3))
+    q = jnp.tile(jax.random.normal(jax.random.key(3), (1, 1, 3)), (n, 1, 1))  # content removed
+    causal = jnp.tril(jnp.ones((n, n), bool))
+    p = CT.cope_positions(jnp.full((1, n, n), 1e4), causal, max_pos)  # sigmoid = 1
+    i, j = np.tril_indices(n)
+    np.testing.assert_array_equal(np.asarray(p[0])[i, j], np.minimum(i - j + 1, max_pos))
+    z = np.asarray(CT.cope_term(q, e, p))[0]
+    by_offset = {}
+    for a, b in zip(i, j):
+        by_offset.setdefault(min(a - b, max_pos - 1), set()).add(round(float(z[a, b]), 5))
+    assert all(len(v) == 1 for v in by_offset.values())  # one value per clipped offset
+    assert len({next(iter(v)) for v in by_offset.values()}) == max_pos  # and all different
+    enc, opts, label = CT.cope_restriction(CT.CopeOptions(max_pos=max_pos))
+    assert (enc, opts.clip) == ("relclip", max_pos - 1) and "every gate at 1" in label
+
+
+def test_the_profile_reads_cope_alpha_on_its_restriction_and_says_so(monkeypatch):
+    from lgjax.studies.profile import instruments, recipes, summary
+
+    calls = []
+    real = instruments.alpha
+
+    def spy(name, recipe, options=None):
+        calls.append((name, options))
+        return real(name, recipe, options)
+
+    monkeypatch.setattr(instruments, "alpha", spy)
+    tiny = dataclasses.replace(recipes.RECIPES["tiny"], alpha_steps=2)
+    got = instruments.alpha("cope", tiny)
+    assert calls == [("cope", None), ("relclip", ENCODINGS["relclip"].options(clip=63))]
+    assert got["restriction"].startswith("of CoPE with every gate at 1")
+    assert json.loads(json.dumps(got)) == got  # as profile.json holds it
+    assert set(summary.alpha({"alpha": got})) == set(got["tasks"])
+    assert instruments.alpha("fox", tiny)["undefined"].endswith(
+        "(no positional restriction of it is defined here)")

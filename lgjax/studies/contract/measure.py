@@ -241,7 +241,11 @@ def parameter_counts(t: Trained) -> dict:
     # one seed's shapes (indexing the arrays compiled a program per leaf)
     one = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), t.states.params)
     count = lambda tree: int(sum(math.prod(x.shape) for x in jax.tree.leaves(tree)))
-    total, enc, m = count(one), count(one["encoding"]), t.config.model
+    m = t.config.model
+    # a per-layer encoding (FIRE, the content-aware entries) has a copy in every block
+    blocks = range(m.layers) if ENCODINGS[m.encoding].per_layer else range(1)
+    total = count(one)
+    enc = sum(count(transformer.encoding_params(one, m, i)) for i in blocks)
     # APE rows past the trained range are never read in training
     trained = m.enc.train_max * m.d if m.encoding == "ape" else enc
     return {"total": total, "encoding": enc, "encoding_trained": trained,

@@ -45,7 +45,8 @@ def verdicts(name: str, s: dict) -> list[str]:
     else:
         real = [t for t, r in a.items() if r["acc_L0"] == 1.0]
         carry = [t for t in real if a[t]["alpha"] >= 0.5]
-        lines.append(f"Realizability (alpha_L, training-free): a positional-only head realizes "
+        of = f"; {s['alpha_restriction']}" if s.get("alpha_restriction") else ""
+        lines.append(f"Realizability (alpha_L, training-free{of}): a positional-only head realizes "
                      f"{len(real)} of {len(a)} tasks at L0; alpha_{FOCUS} >= 0.5 on "
                      f"{', '.join(carry) or 'none'}.")
     ib = s["implicit_bias"]

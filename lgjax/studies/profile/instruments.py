@@ -52,6 +52,10 @@ def alpha(name: str, recipe: Recipe, options=None) -> dict:
     """alpha_L (the pinned selection, on the generic head at m = 32) per task at the spec's
     main setting: {task: {acc_L0, alpha [per length], flags}}; {"undefined": why} where the
     encoding has no positional-only head (content-aware)."""
+    enc = ENCODINGS[name]
+    if enc.kind == "content" and enc.positional_restriction is not None:
+        base, base_options, label = enc.positional_restriction(options or enc.options())
+        return alpha(base, recipe, base_options) | {"restriction": label}
     why = G.alpha_undefined(name)
     if why is not None:
         return {"undefined": why}

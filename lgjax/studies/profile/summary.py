@@ -103,7 +103,8 @@ def contract_matrix(inst: dict) -> dict:
 
 
 def of(inst: dict) -> dict:
+    restriction = inst["alpha"].get("restriction")
     return {"contract": contract(inst), "contract_learned": contract_learned(inst),
-            "alpha": alpha(inst),
+            "alpha": alpha(inst), **({"alpha_restriction": restriction} if restriction else {}),
             "implicit_bias": implicit_bias(inst), "realizability": realizability(inst),
             "contract_matrix": contract_matrix(inst)}

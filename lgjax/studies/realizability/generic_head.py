@@ -168,11 +168,15 @@ def alpha_undefined(name: str) -> str | None:
     alpha_L scores a positional-only head; a content-aware encoding's positional term reads
     queries, keys or token states, and no positional restriction of one is registered, so its
     behaviours would read as no position at all (NoPE's constant feature): a silent zero."""
-    if ENCODINGS[name].kind != "content":
+    enc = ENCODINGS[name]
+    if enc.kind != "content":
         return None
-    return (f"alpha_L undefined for {name}: it is defined on a positional-only head, and a "
-            "content-aware encoding's positional term reads queries, keys or token states "
-            "(no positional restriction of it is defined here)")
+    why = (f"alpha_L undefined for {name}: it is defined on a positional-only head, and a "
+           "content-aware encoding's positional term reads queries, keys or token states")
+    if enc.positional_restriction is None:
+        return why + " (no positional restriction of it is defined here)"
+    label = enc.positional_restriction(enc.options())[2]
+    return why + f"; `lgjax profile {name}` reports alpha_L {label}"
 
 
 def generic_head(name: str, options, m: int, L: int, seed: int = 0) -> GenericHead:
