@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 
 from lgjax.config import ModelConfig
-from lgjax.encodings import ENCODINGS, logit_scale
+from lgjax.encodings import ENCODINGS, content_view, logit_scale
 
 NEG = -1e30  # masked logit: exp underflows to exactly 0, unlike -inf it never makes NaN
 
@@ -19,14 +19,20 @@ def attend(logits, valid, cfg: ModelConfig):
 
 
 def causal_attention(q_LxHxD, k_LxHxD, v_LxHxD, length, enc_params, cfg: ModelConfig,
-                     pos_L=None):
+                     pos_L=None, x_LxD=None):
     """Every row attends to keys t <= row (and t < length); q and k come already rotated (for
     rotary encodings), a bias encoding adds its logit bias between the rows' positions here
-    (`pos_L`, increasing; None: 0..L-1). Returns (output [L, H, dh], attention [H, L, L])."""
+    (`pos_L`, increasing; None: 0..L-1), a content-aware encoding makes the logits from the
+    causal view of q, k and the states `x_LxD` they were projected from (the mask is applied
+    after it). Returns (output [L, H, dh], attention [H, L, L])."""
     enc = ENCODINGS[cfg.encoding]
     idx = jnp.arange(q_LxHxD.shape[0])
     pos = idx if pos_L is None else pos_L
-    logits_HxLxL = jnp.einsum("qhd,khd->hqk", q_LxHxD, k_LxHxD) * logit_scale(cfg)
+    if enc.content is None:
+        logits_HxLxL = jnp.einsum("qhd,khd->hqk", q_LxHxD, k_LxHxD) * logit_scale(cfg)
+    else:
+        view = content_view(q_LxHxD, k_LxHxD, x_LxD, pos, length, cfg)
+        logits_HxLxL = enc.content_logits(enc_params, view, cfg)
     bias_LxLxH = jnp.broadcast_to(enc.logit_bias(enc_params, pos[:, None], pos[None, :], cfg),
                                   (idx.shape[0], idx.shape[0], cfg.heads))
     logits_HxLxL = logits_HxLxL + jnp.moveaxis(bias_LxLxH, -1, 0)

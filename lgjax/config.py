@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from lgjax import learned_bias, rope_scaling  # noqa: F401 -- their encodings register here
+from lgjax import content, learned_bias, rope_scaling  # noqa: F401 -- their encodings register
 from lgjax.encodings import ENCODINGS
 from lgjax.errors import ConfigError, require
 from lgjax.tasks import TASKS
@@ -43,8 +43,8 @@ def _options(kind: str, registry: dict, name: str, given, field: str):
 
 
 # the modules whose entries every lgjax process has (config imports them all)
-CORE_PROVIDERS = ("lgjax.encodings", "lgjax.rope_scaling", "lgjax.learned_bias", "lgjax.tasks",
-                  "__main__")
+CORE_PROVIDERS = ("lgjax.encodings", "lgjax.rope_scaling", "lgjax.learned_bias", "lgjax.content",
+                  "lgjax.tasks", "__main__")
 
 
 def plugin_modules(encodings, tasks) -> list[str]:

@@ -19,11 +19,28 @@ are exactly the calls above, so an encoding without them computes what it did be
                                                   (FIRE); default bias(params, q_pos - k_pos)
   fast_rotation(L, cfg) -> R [L, F, 2, 2]         the rotary fast head's map per offset (numpy);
                                                   default the rotation by delta * rope_freqs
-The call sites use `enc.rotate_pair(...)` and `enc.logit_bias(...)`, which dispatch to them.
+One optional behaviour for encodings whose positional term reads content (kind "content": CoPE,
+the forgetting gate, DAPE, lgjax.content):
+  content(params, view: ContentView, cfg) -> logits [H, L, L]   the attention logits, replacing
+                                                  the content logits view.logits (an additive
+                                                  term is returned as view.logits + term);
+                                                  default: view.logits unchanged
+  The view holds, for one sequence, everything a causal computation of row i may read: q and k
+  per head after projection (and rotation), the states x they were projected from, the content
+  logits with every key after its query zeroed, the causal mask, positions and length. Causal by
+  construction: the attention masks the returned logits after the call (keys j > i never reach
+  the softmax), the logits it is given hold no entry j > i, and reductions over keys read
+  `view.causal`; the plugin check verifies on a tiny model that no row's logits depend on later
+  tokens. The exact fast heads never apply to this kind (the general head and the transformer
+  do); it has no positional-only kernel (`kernel` raises, and the training-free instruments say
+  so instead of reading it).
+The call sites use `enc.rotate_pair(...)`, `enc.logit_bias(...)` and `enc.content_logits(...)`,
+which dispatch to them.
 `per_layer`: the transformer gives every block its own copy of the encoding's params (FIRE's
 MLP); otherwise one copy is shared by the blocks.
-`kind` says which behaviour carries the position ("additive", "rotary", "bias", "none"); only
-the exact fast head (lgjax.fast), which has one form per kind, reads it.
+`kind` says which behaviour carries the position ("additive", "rotary", "bias", "none",
+"content"); the exact fast head (lgjax.fast), which has one form per positional-only kind, and the
+training-free instruments (which read `kernel`, undefined for "content") read it.
 An encoding's hyperparameters are its own `options`, a frozen dataclass with defaults (RoPE's
 base and scale, the APE table's size, ...); `ModelConfig.enc` holds the chosen encoding's
 options, and its behaviours read them as `cfg.enc.<option>`. Adding an encoding, knobs and all,
@@ -43,13 +60,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lgjax.errors import finite, require
+from lgjax.errors import ConfigError, finite, require
 from lgjax.registry import Registry
 
 # lgjax.config's ModelConfig and TrainConfig, as the behaviours' signatures name them (config
@@ -71,6 +88,42 @@ def _no_bias(params, dist, cfg):
     return jnp.float32(0.0)
 
 
+class ContentView(NamedTuple):
+    """What a content-aware encoding reads, for one sequence of L slots (H heads, d_head dh)."""
+    q: jax.Array  # [L, H, dh] queries after projection (and the encoding's rotation)
+    k: jax.Array  # [L, H, dh] keys, likewise
+    x: jax.Array  # [L, d] the states q, k and v were projected from (the block's normed input)
+    logits: jax.Array  # [H, L, L] content logits q_i.k_j * logit_scale, 0 where key j > query i
+    causal: jax.Array  # [L, L] bool, key j <= query i: what row i may read
+    pos: jax.Array  # [L] positions (randomized positions pass others than 0..L-1)
+    length: jax.Array  # scalar int: the sequence's tokens are the first `length` slots
+
+
+def content_view(q_LxHxD, k_LxHxD, x_LxD, pos_L, length, cfg: ModelConfig) -> ContentView:
+    """The view of a sequence: the content logits computed once, future keys zeroed."""
+    idx = jnp.arange(q_LxHxD.shape[0])
+    causal_LxL = idx[None, :] <= idx[:, None]
+    logits_HxLxL = jnp.einsum("qhd,khd->hqk", q_LxHxD, k_LxHxD) * logit_scale(cfg)
+    return ContentView(q_LxHxD, k_LxHxD, x_LxD, jnp.where(causal_LxL, logits_HxLxL, 0.0),
+                       causal_LxL, pos_L, length)
+
+
+def no_kernel(params, q_pos, k_pos, cfg):
+    """A content-aware encoding has no positional-only logit: its positional term reads q, k,
+    the logits or the states, which a kernel of positions alone does not have."""
+    raise ConfigError(f"encoding {cfg.encoding!r} is content-aware: it has no positional-only "
+                      "kernel (its positional term reads queries, keys or token states)")
+
+
+def kernel_undefined(name: str, enc) -> str | None:
+    """None when the encoding has a positional-only kernel; otherwise the one line that says why
+    not (what the training-free instruments print in place of its numbers)."""
+    if enc.kind != "content":
+        return None
+    return (f"undefined for {name}: a content-aware encoding (kind content) has no "
+            "positional-only kernel; its positional term reads queries, keys or token states")
+
+
 @dataclass(frozen=True)
 class NoOptions:
     """An encoding without hyperparameters."""
@@ -78,7 +131,8 @@ class NoOptions:
 
 @dataclass(frozen=True)
 class Encoding:
-    kind: str  # which behaviour carries position: "additive" | "rotary" | "bias" | "none"
+    # which behaviour carries position: "additive" | "rotary" | "bias" | "none" | "content"
+    kind: str
     kernel: Callable  # (params, q_pos, k_pos, cfg) -> [..., H]: the positional-only logit
     init: Callable[[jax.Array, ModelConfig], Params] = lambda key, cfg: {}
     embed: Callable = _no_embed  # (params, pos [L], length, cfg) -> [L, d] added to the input
@@ -102,6 +156,12 @@ class Encoding:
     # --set`'s `rope[base=500.0]`): configs save that name and the options, so its runs read
     # back in any process, where the variant is not registered
     variant_of: str | None = None
+    # (params, view: ContentView, cfg) -> logits [H, L, L]; None: view.logits (content alone)
+    content: Callable | None = None
+    # a content-aware encoding's principled positional restriction, where one exists:
+    # (its options) -> (a positional-only encoding, that encoding's options, a label saying
+    # which restriction); alpha_L is then read on it and labelled (None: alpha_L undefined)
+    positional_restriction: Callable | None = None
 
     def rotate_pair(self, q, k, pos, length, cfg):
         """q and k [L, H, dh] of a sequence of `length` tokens at positions `pos`, turned."""
@@ -114,6 +174,13 @@ class Encoding:
         if self.pair_bias is None:
             return self.bias(params, q_pos - k_pos, cfg)
         return self.pair_bias(params, q_pos, k_pos, cfg)
+
+    def content_logits(self, params, view: ContentView, cfg):
+        """The logits [H, L, L] of one sequence before the causal mask: the content logits, or
+        those the content-aware behaviour makes of the view."""
+        if self.content is None:
+            return view.logits
+        return self.content(params, view, cfg)
 
 
 def float_dtype():

@@ -54,13 +54,20 @@ def init_params(key, cfg: RunConfig) -> dict:
     }
 
 
+def states(params, tokens_L, length, cfg: ModelConfig, pos_L=None):
+    """The states [L, d] q, k and v are projected from: token embedding plus the encoding's."""
+    enc = ENCODINGS[cfg.encoding]
+    pos = jnp.arange(tokens_L.shape[0]) if pos_L is None else pos_L
+    x_LxD = jax.nn.one_hot(tokens_L, params["embed"].shape[0]) @ params["embed"]
+    return x_LxD + enc.embed(params, pos, length, cfg)
+
+
 def project(params, tokens_L, length, cfg: ModelConfig, pos_L=None):
     """q, k, v per position [L, H, dh] with the encoding applied (rotation or addition), the
     tokens sitting at positions `pos_L` (None: 0..L-1; randomized positions pass others)."""
     enc = ENCODINGS[cfg.encoding]
     pos = jnp.arange(tokens_L.shape[0]) if pos_L is None else pos_L
-    x_LxD = jax.nn.one_hot(tokens_L, params["embed"].shape[0]) @ params["embed"]
-    x_LxD = x_LxD + enc.embed(params, pos, length, cfg)
+    x_LxD = states(params, tokens_L, length, cfg, pos_L)
     q, k, v = (heads_split(x_LxD @ params[w], cfg) for w in ("wq", "wk", "wv"))
     return *enc.rotate_pair(q, k, pos, length, cfg), v
 
@@ -68,8 +75,10 @@ def project(params, tokens_L, length, cfg: ModelConfig, pos_L=None):
 def general_apply(params, tokens_L, length, cfg: ModelConfig, pos_L=None):
     """Reference formulation: project every position, then attend (any query rows)."""
     L = tokens_L.shape[0]
+    x_LxD = (states(params, tokens_L, length, cfg, pos_L)
+             if ENCODINGS[cfg.encoding].content is not None else None)
     o_LxHxD, att_HxLxL = causal_attention(*project(params, tokens_L, length, cfg, pos_L), length,
-                                          params, cfg, pos_L)
+                                          params, cfg, pos_L, x_LxD)
     logits_LxM = o_LxHxD.reshape(L, cfg.d) @ params["readout"].T
     if cfg.query == "last":
         return logits_LxM[length - 1], att_HxLxL[:, length - 1, :]
@@ -77,13 +86,33 @@ def general_apply(params, tokens_L, length, cfg: ModelConfig, pos_L=None):
 
 
 def head_path(cfg: ModelConfig) -> str:
-    """'fast:<kind>' when an exact fast form applies, 'general' or 'transformer' otherwise."""
+    """'fast:<kind>' when an exact fast form applies, 'general' or 'transformer' otherwise
+    (`head_path_reason` says why not fast)."""
     if cfg.arch == "transformer":
         return "transformer"
     enc = ENCODINGS[cfg.encoding]
-    if cfg.query == "last" and enc.kind in fast.FAST_HEADS and enc.length_free(cfg):
+    if (cfg.query == "last" and enc.kind in fast.FAST_HEADS and enc.content is None
+            and enc.length_free(cfg)):
         return f"fast:{enc.kind}"
     return "general"
+
+
+def head_path_reason(cfg: ModelConfig) -> str:
+    """One line: which head computes this model, and why not an exact fast form."""
+    path = head_path(cfg)
+    if path != "general":
+        return path
+    enc = ENCODINGS[cfg.encoding]
+    if enc.content is not None:
+        why = ("content-aware encoding: its logits read q, k or the token states, which the "
+               "fast forms' per-offset tables do not hold")
+    elif enc.kind not in fast.FAST_HEADS:
+        why = f"no exact fast form for kind {enc.kind!r}"
+    elif cfg.query != "last":
+        why = "every query row is read (query=all); the fast forms compute the last row"
+    else:
+        why = "the encoding depends on the sequence length; the fast forms share one table"
+    return f"general ({why})"
 
 
 def make_apply(run_cfg: RunConfig, path: str | None = None, forward_only: bool = False):

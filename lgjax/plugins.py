@@ -24,7 +24,7 @@ from lgjax.errors import ConfigError
 from lgjax.registry import caller_module
 from lgjax.tasks import TASKS, Task
 
-KINDS = ("additive", "rotary", "bias", "none")
+KINDS = ("additive", "rotary", "bias", "none", "content")
 LOADED: list[str] = []  # the plugin modules of this process, in load order
 
 
@@ -100,6 +100,9 @@ def check_encoding(name: str, enc) -> None:
         raise TypeError(f"it is a {type(enc).__name__}, not an lgjax.encodings.Encoding")
     if enc.kind not in KINDS:
         raise ValueError(f"kind {enc.kind!r} is not one of {KINDS}")
+    if enc.content is not None and enc.kind != "content":
+        raise ValueError(f"it has a content behaviour but kind {enc.kind!r}; use kind 'content' "
+                         "(the exact fast heads, chosen by kind, never read content)")
     if not dataclasses.is_dataclass(enc.options):
         raise TypeError("its options are not a dataclass")
     options = enc.options()  # every option needs a default (the do-nothing call)
@@ -117,12 +120,50 @@ def check_encoding(name: str, enc) -> None:
     bias = enc.bias(params, dist, cfg)
     if not _broadcasts(np.shape(bias), (L, L, cfg.heads)):
         raise ValueError(_shape_error("bias of distances [5, 5]", bias, f"({L}, {L}, 2) or ()"))
-    kern = enc.kernel(params, pos[:, None], pos[None, :], cfg)
-    if np.shape(kern) != (L, L, cfg.heads):
-        raise ValueError(_shape_error("kernel of positions [5, 1] x [1, 5]", kern, (L, L, 2)))
-    for what, v in (("embed", emb), ("rotate", rot), ("bias", bias), ("kernel", kern)):
+    if enc.kind == "content":
+        out = (("content", check_content(enc, params, cfg, L)),)
+    else:
+        kern = enc.kernel(params, pos[:, None], pos[None, :], cfg)
+        if np.shape(kern) != (L, L, cfg.heads):
+            raise ValueError(_shape_error("kernel of positions [5, 1] x [1, 5]", kern, (L, L, 2)))
+        out = (("kernel", kern),)
+    for what, v in (("embed", emb), ("rotate", rot), ("bias", bias), *out):
         if not jnp.issubdtype(jnp.asarray(v).dtype, jnp.floating):
             raise TypeError(f"{what} returns {jnp.asarray(v).dtype}, not a float array")
+
+
+def check_content(enc, params, cfg, L: int):
+    """A content-aware entry's logits on the tiny model: shape [H, L, L], and causal (the
+    gradient of every row's logits with respect to the states of later tokens is zero, and so
+    with respect to their queries and keys). Returns the logits."""
+    import jax
+    import jax.numpy as jnp
+
+    from lgjax.encodings import content_view, d_head
+
+    if enc.content is None:
+        raise ValueError("its kind is 'content' but it has no content behaviour")
+    keys = jax.random.split(jax.random.key(1), 3)
+    x = jax.random.normal(keys[0], (L, cfg.d), jnp.float32)
+    q, k = (jax.random.normal(kk, (L, cfg.heads, d_head(cfg)), jnp.float32) for kk in keys[1:])
+    pos, length = jnp.arange(L), jnp.asarray(L)
+
+    def logits(q, k, x):
+        return enc.content_logits(params, content_view(q, k, x, pos, length, cfg), cfg)
+
+    out = logits(q, k, x)
+    if np.shape(out) != (cfg.heads, L, L):
+        raise ValueError(_shape_error("content logits of 5 positions", out, (cfg.heads, L, L)))
+    for i in range(L - 1):
+        grads = jax.grad(lambda q, k, x, i=i: logits(q, k, x)[:, i, :i + 1].sum(),
+                         argnums=(0, 1, 2))(q, k, x)
+        for what, g in zip(("queries", "keys", "states"), grads):
+            leak = float(jnp.abs(g[i + 1:]).max())
+            if leak != 0.0:
+                raise ValueError(f"not causal: row {i}'s logits depend on the {what} of later "
+                                 f"tokens (gradient {leak:.3g}); read view.causal in every "
+                                 "reduction over keys")
+    return out
 
 
 def check_task(name: str, task) -> None:

@@ -38,6 +38,18 @@ Static scalings apply in training and evaluation alike (as a model fine-tuned wi
 study that trains plain RoPE and evaluates scaled can load the checkpoint with the scaled entry
 (none of these has params of its own).
 
+Partial rotary, two readings named apart (the unrotated pairs get frequency 0: the identity):
+  prope         Barbero et al. 2025's p-RoPE ("Round and Round We Go! What makes Rotary
+                Positional Encodings useful?"): of RoPE's frequencies theta_i = b^(-2i/d_head),
+                keep the rope_angles = int(p d_head // 2) highest (i < rope_angles), the others 0;
+                as the paper's apply_p_rope listing and HF's _compute_proportional_rope_parameters
+                (`partial_rotary_factor` there, Gemma's "proportional" rope type)
+  rope_partial  HF's `partial_rotary_factor` with the default rope type (GPT-NeoX, Phi,
+                StableLM): rotate the first r = int(d_head f) dimensions of each head with
+                frequencies computed over that width, b^(-2i/r), i < r/2; the rest unrotated
+                (_compute_default_rope_parameters; the models slice q[..., :r])
+  Both in lgjax's consecutive-pair layout (HF turns half-split halves; the same frequencies).
+
 xPos (Sun et al. 2022, "A length-extrapolatable transformer"): RoPE's rotation, and the pair i of
 a query at position n scaled by zeta_i^(n / scale_base), of a key at m by zeta_i^(-m / scale_base),
 zeta_i = (2i/d + gamma) / (1 + gamma): the logit decays as zeta_i^((n - m)/scale_base). (The
@@ -118,6 +130,18 @@ class RopeLongropeOptions:
 
 
 @dataclass(frozen=True)
+class PRopeOptions:
+    base: float = 1e4  # rotary base b: theta_i = b^(-2i/d_head)
+    p: float = 0.75  # fraction of the frequencies kept, the highest (the paper's best, 0.75)
+
+
+@dataclass(frozen=True)
+class RopePartialOptions:
+    base: float = 1e4  # rotary base b: theta_i = b^(-2i/r) over the rotary width r
+    partial_rotary_factor: float = 0.5  # r = int(d_head * factor) leading dims rotated
+
+
+@dataclass(frozen=True)
 class XposOptions:
     base: float = 1e4  # rotary base: theta_i = base^(-2i/d_head)
     gamma: float = 0.4  # zeta_i = (2i/d_head + gamma) / (1 + gamma) (the paper's 0.4)
@@ -129,6 +153,28 @@ class XposOptions:
 
 def _plain64(base: float, d: int) -> np.ndarray:
     return base ** (-2.0 * np.arange(d // 2) / d)
+
+
+def prope_angles(cfg) -> int:
+    """The number of rotated pairs: int(p d_head // 2), as the paper's listing and HF."""
+    return int(cfg.enc.p * d_head(cfg) // 2)
+
+
+def prope_freqs64(cfg) -> np.ndarray:
+    """The rope_angles highest of RoPE's frequencies (over the full width), then zeros."""
+    freqs = _plain64(cfg.enc.base, d_head(cfg))
+    return np.where(np.arange(freqs.size) < prope_angles(cfg), freqs, 0.0)
+
+
+def rotary_width(cfg) -> int:
+    """HF's rotary dimension r = int(d_head * partial_rotary_factor)."""
+    return int(d_head(cfg) * cfg.enc.partial_rotary_factor)
+
+
+def partial_freqs64(cfg) -> np.ndarray:
+    """b^(-2i/r) for the r/2 leading pairs, 0 (unrotated) for the rest of the head."""
+    r = rotary_width(cfg)
+    return np.concatenate([_plain64(cfg.enc.base, r), np.zeros((d_head(cfg) - r) // 2)])
 
 
 def linear_freqs64(cfg) -> np.ndarray:
@@ -426,6 +472,25 @@ def _validate_llama3(m, t, max_len) -> None:
             f"{o.low_freq_factor} (Llama 3.1: 4), got {o.high_freq_factor}")
 
 
+def _validate_prope(m, t, max_len) -> None:
+    _validate_rotary(m)
+    require(finite(m.enc.p) and 0 < m.enc.p <= 1, "model.enc.p",
+            f"must be a number in (0, 1] (the fraction of frequencies kept), got {m.enc.p}")
+    require(prope_angles(m) >= 1, "model.enc.p", f"keeps int(p * d_head // 2) = "
+            f"{prope_angles(m)} frequencies at d_head = {d_head(m)}; raise p or the head width")
+
+
+def _validate_partial(m, t, max_len) -> None:
+    _validate_rotary(m)
+    f = m.enc.partial_rotary_factor
+    require(finite(f) and 0 < f <= 1, "model.enc.partial_rotary_factor",
+            f"must be a number in (0, 1] (the fraction of each head's dims rotated), got {f}")
+    r = rotary_width(m)
+    require(r >= 2 and r % 2 == 0, "model.enc.partial_rotary_factor", f"rotates "
+            f"int(d_head * factor) = {r} dimensions at d_head = {d_head(m)}; it must be even and "
+            ">= 2 (pairs are turned)")
+
+
 def _validate_xpos(m, t, max_len) -> None:
     _validate_rotary(m)
     o = m.enc
@@ -451,6 +516,8 @@ _ENTRIES = {
     "rope_yarn": _static_entry(yarn_freqs64, RopeYarnOptions, _validate_yarn,
                                gain=yarn_attention_factor),
     "rope_llama3": _static_entry(llama3_freqs64, RopeLlama3Options, _validate_llama3),
+    "prope": _static_entry(prope_freqs64, PRopeOptions, _validate_prope),
+    "rope_partial": _static_entry(partial_freqs64, RopePartialOptions, _validate_partial),
     # the frequencies depend on the sequence length: the fast head (one table for the batch)
     # does not apply, the general head does
     "rope_dynamic": Encoding("rotary", dynamic_kernel, rotate=dynamic_rotate,

@@ -34,7 +34,7 @@ class Block(nn.Module):
         self.sow("intermediates", "keys", k)  # keys before rotation, for carrier fractions
         pos = jnp.arange(x_LxD.shape[0]) if pos_L is None else pos_L
         q, k = enc.rotate_pair(q, k, pos, length, cfg)
-        o_LxHxD, att_HxLxL = causal_attention(q, k, v, length, enc_params, cfg, pos_L)
+        o_LxHxD, att_HxLxL = causal_attention(q, k, v, length, enc_params, cfg, pos_L, h)
         x_LxD = x_LxD + nn.DenseGeneral(cfg.d, axis=(-2, -1), use_bias=False, name="out")(o_LxHxD)
         h = nn.LayerNorm()(x_LxD)
         h = nn.Dense(cfg.d, name="mlp_out")(nn.gelu(nn.Dense(4 * cfg.d, name="mlp_in")(h)))

@@ -10,6 +10,10 @@ Sources (each golden file records its own, with the torch version):
   hf_rope.json, t5_buckets.json, bloom_alibi.json: transformers 5.23.0 (PyPI) --
     LlamaRotaryEmbedding with rope_type default/linear/dynamic/yarn/llama3/longrope and
     apply_rotary_pos_emb; T5Attention._relative_position_bucket; build_alibi_tensor
+  hf_partial_rotary.json: transformers 5.23.0 -- prope against rope_type "proportional"
+    (_compute_proportional_rope_parameters, LlamaRotaryEmbedding), rope_partial against
+    partial_rotary_factor as StableLM applies it (StableLmRotaryEmbedding, the attention's
+    q[..., :rotary_ndims] slicing, apply_rotary_pos_emb)
   xpos.json: torchscale 0.3.0 (PyPI; microsoft/torchscale, the xPos authors' package) --
     torchscale/component/xpos_relative_position.py XPOS
   kerple.json: the KERPLE authors' repository chijames/KERPLE, megatron/mpu/layers.py at commit
@@ -44,7 +48,8 @@ from lgjax.config import ModelConfig
 from lgjax.encodings import ENCODINGS, alibi_slopes, rope_freqs64, t5_bucket
 
 DATA = Path(__file__).parent / "data" / "parity"
-FILES = ("hf_rope.json", "bloom_alibi.json", "t5_buckets.json", "xpos.json", "kerple.json")
+FILES = ("hf_rope.json", "hf_partial_rotary.json", "bloom_alibi.json", "t5_buckets.json",
+         "xpos.json", "kerple.json")
 
 # Tolerances. The references compute in float32 (torch's default), lgjax its frequencies in
 # float64 and its rotations in float32 (as in training): a frequency or slope differs by float32
@@ -71,6 +76,8 @@ FREQS = {
     "rope_llama3": lambda cfg, n: RS.llama3_freqs64(cfg),
     "rope_dynamic": lambda cfg, n: np.asarray(RS.dynamic_freqs(cfg, n)),
     "rope_longrope": lambda cfg, n: np.asarray(RS.longrope_freqs(cfg, n)),
+    "prope": lambda cfg, n: RS.prope_freqs64(cfg),
+    "rope_partial": lambda cfg, n: RS.partial_freqs64(cfg),
 }
 GAIN = {"rope_yarn": RS.yarn_attention_factor, "rope_longrope": RS.longrope_attention_factor}
 
@@ -173,6 +180,32 @@ def hf_rope_case(ref: str, c: dict) -> list[Record]:
     ]
 
 
+def hf_partial_case(ref: str, c: dict) -> list[Record]:
+    """p-RoPE (rope_type proportional: every pair listed, the dropped ones at frequency 0) and
+    partial_rotary_factor (StableLM lists only the rotary width's frequencies: lgjax's first
+    rotary_dims/2 are compared, the rest must be 0). The half-split layout holds over the
+    rotated dims only; the dims past them pass unchanged in both."""
+    name, r = c["encoding"], c["rotary_dims"]
+    cfg = ModelConfig(name, d=c["d_head"], heads=1, enc=ENCODINGS[name].options(**c["options"]))
+    where = f"d_head={c['d_head']}, {_cfg_text(c['options'])}"
+    theta = np.asarray(FREQS[name](cfg, 0), np.float64)
+    want = np.asarray(c["inv_freq"], np.float64)
+    kept = want > 0  # HF's dropped pairs: frequency 0, compared exactly
+    freq_diff = max(float(np.abs(theta[:want.size][kept] / want[kept] - 1).max()),
+                    float(np.abs(theta[:want.size][~kept]).max(initial=0.0)),
+                    float(np.abs(theta[want.size:]).max(initial=0.0)))
+    q, k = inputs(c["inputs"])
+    lay = lambda x: np.concatenate([to_pairs(x[:, :r]), x[:, r:]], axis=-1)
+    got = rotary_logits(name, cfg, lay(q), lay(k), c["positions"])
+    return [
+        Record(name, ref, "frequencies (relative)", where, freq_diff, 2e-6),
+        Record(name, ref, "attention factor", where, abs(1.0 - c["attention_factor"]), 1e-12),
+        Record(name, ref, "logits / (norm q x norm k)",
+               where + f", positions {c['positions'][0]}..{c['positions'][-1]}",
+               logit_diff(got, c["logits"], q, k), logit_tol(c["positions"])),
+    ]
+
+
 def t5_case(ref: str, c: dict) -> list[Record]:
     cfg = ModelConfig("t5", enc=ENCODINGS["t5"].options(**c["options"]))
     lo, hi = c["distances"]
@@ -227,7 +260,8 @@ def kerple_case(ref: str, c: dict) -> list[Record]:
                    float((np.abs(got - want) / np.maximum(1.0, np.abs(want))).max()), 2e-6)]
 
 
-CASE_FN = {"hf_rope.json": hf_rope_case, "t5_buckets.json": t5_case,
+CASE_FN = {"hf_rope.json": hf_rope_case, "hf_partial_rotary.json": hf_partial_case,
+           "t5_buckets.json": t5_case,
            "bloom_alibi.json": alibi_case, "xpos.json": xpos_case, "kerple.json": kerple_case}
 
 

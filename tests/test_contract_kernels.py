@@ -119,6 +119,10 @@ def test_per_head_profiles():
 def test_registered_profiles_at_the_lab_defaults():
     reg = contract_lab.registered(contract_lab.Config())
     assert set(reg) == set(ENCODINGS)
+    content = {n for n, e in ENCODINGS.items() if e.kind == "content"}
+    assert content and all(reg[n]["heads"] == [] and "content-aware" in reg[n]["undefined"]
+                           for n in content)  # one line, no numbers
+    reg = {n: e for n, e in reg.items() if n not in content}
     p = {name: e["heads"][0] for name, e in reg.items()}
     assert all(len(e["heads"]) == 1 for e in reg.values())
     for name in ("rope", "alibi", "t5", "relclip", "nope"):

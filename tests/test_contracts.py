@@ -161,9 +161,15 @@ def test_driver_measure_table_figure(tmp_path):
     assert res["distances"] == list(range(1, 24))
     assert all(len(p["curve"]) == 23 for p in res["schemes"].values())
     assert set(res["encodings"]) == set(ENCODINGS) and res["trained"] is None
-    assert all(len(e["heads"][0]["curve"]) == 23 for e in res["encodings"].values())
+    content = [n for n, e in res["encodings"].items() if e.get("undefined")]
+    assert sorted(content) == sorted(n for n, e in ENCODINGS.items() if e.kind == "content")
+    assert all(len(e["heads"][0]["curve"]) == 23 for n, e in res["encodings"].items()
+               if n not in content)
     lines = contract_lab.table(res).splitlines()
-    assert len(lines) == 1 + 3 * 2 + len(C.SCHEMES) + len(ENCODINGS)
+    # the content-aware encodings: a section of one line each, "<name>: undefined for <name>..."
+    assert len(lines) == 1 + 3 * 2 + len(C.SCHEMES) + len(ENCODINGS) + 2
+    assert sum(line.strip().startswith(f"{n}: undefined for {n}: a content-aware")
+               for n in content for line in lines) == len(content)
     row = next(line for line in lines if line.startswith("learned")).split()
     p = res["schemes"]["learned"]
     assert row[1:] == [f"{p['shift_error']:.2e}", "no", f"{12 / 23:.3f}", "0/55",

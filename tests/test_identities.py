@@ -12,7 +12,9 @@ from lgjax.config import ModelConfig
 from lgjax.encodings import ENCODINGS, ApeOptions, logit_scale
 
 RELATIVE = ("rope", "alibi", "t5", "relclip", "nope", "rope_linear", "rope_ntk", "rope_yarn",
-            "rope_llama3", "xpos", "kerple_log", "kerple_power")
+            "rope_llama3", "xpos", "kerple_log", "kerple_power", "prope", "rope_partial")
+# a content-aware encoding has no positional-only kernel (tests/test_content.py says so)
+POSITIONAL = [n for n in sorted(ENCODINGS) if ENCODINGS[n].kind != "content"]
 ABSOLUTE = ("ape", "sinusoidal")
 
 
@@ -54,7 +56,7 @@ def _head_logits(params, cfg: ModelConfig, x_LxD) -> jax.Array:
     return logits + jnp.moveaxis(bias, -1, 0)
 
 
-@pytest.mark.parametrize("name", sorted(ENCODINGS))
+@pytest.mark.parametrize("name", POSITIONAL)
 def test_kernel_is_the_heads_logit_with_content_removed(name):
     params, cfg = _params(name)
     L = 12

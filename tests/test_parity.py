@@ -36,7 +36,8 @@ def test_golden_files_name_their_reference_and_stay_small():
     assert total < 1_000_000
     encodings = {c["encoding"] for f in P.FILES for c in P.golden(f)["cases"]}
     assert encodings == {"rope", "rope_linear", "rope_dynamic", "rope_yarn", "rope_llama3",
-                         "rope_longrope", "alibi", "t5", "xpos", "kerple_log", "kerple_power"}
+                         "rope_longrope", "prope", "rope_partial", "alibi", "t5", "xpos",
+                         "kerple_log", "kerple_power"}
 
 
 def test_comparisons_can_fail():
@@ -129,3 +130,19 @@ def test_parity_page_is_what_the_script_writes():
             assert a == b
         else:
             assert abs(math.log10(float(a)) - math.log10(float(b))) <= 1, (a, b)
+
+
+def test_the_two_partial_rotary_readings_are_told_apart_by_the_references():
+    """HF's proportional type (p-RoPE) read as partial_rotary_factor, or the other way round,
+    fails its golden case: the kept frequencies are the full width's in one, the rotary
+    width's in the other."""
+    for c in P.golden("hf_partial_rotary.json")["cases"]:
+        other = "rope_partial" if c["encoding"] == "prope" else "prope"
+        frac = c["options"].get("p", c["options"].get("partial_rotary_factor"))
+        opts = {"base": c["options"]["base"],
+                **({"p": frac} if other == "prope" else {"partial_rotary_factor": frac})}
+        if other == "rope_partial" and int(c["d_head"] * frac) % 2:
+            continue  # an odd rotary width: not a partial_rotary_factor configuration
+        swapped = {**c, "encoding": other, "options": opts}
+        assert all(r.ok for r in P.hf_partial_case("ref", c))
+        assert not all(r.ok for r in P.hf_partial_case("ref", swapped)), c["options"]

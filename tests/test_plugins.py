@@ -141,3 +141,55 @@ def test_a_plugin_given_once_trains_everywhere_and_its_runs_reopen_without_it(
     run("contract-report", str(ck), "--out", str(out / "cr"), "--eval-sequences", "8",
         plugin=False)
     assert (out / "cr" / "report.md").is_file() and (out / "dyn" / "dynamics.csv").is_file()
+
+
+def test_a_content_aware_plugin_trains_everywhere_and_its_runs_reopen_without_it(
+        tmp_path, capsys, monkeypatch, fresh_plugins):
+    """tests/example_content_plugin.py: a content-aware encoding with options through multiseed,
+    transformer, realizability-train, contract-train and profile; dynamics reopens its run
+    without the flag."""
+    import dataclasses
+
+    from lgjax.harness.cli import main
+    from lgjax.studies.profile import recipes
+
+    ck, out = tmp_path / "ck", tmp_path / "out"
+    monkeypatch.syspath_prepend(str(TESTS))
+    tiny = dataclasses.replace(recipes.RECIPES["tiny"], name="quick", rz_tasks=("prev",),
+                               ib_eval=16, rz_eval=16, ib_steps=4, rz_steps=4)
+    monkeypatch.setitem(recipes.RECIPES, "quick", tiny)
+
+    def run(*argv, plugin=True):
+        rc = main([*(("--plugin", "example_content_plugin") if plugin else ()), *argv])
+        printed = capsys.readouterr()
+        assert rc == 0, printed.err[-3000:]
+        return printed
+
+    small = ("--seeds", "1", "--eval-sequences", "8", "--no-progress")
+    run("multiseed", "--encodings", "soft_count", "--steps", "6", "--batch", "8",
+        "--eval-lengths", "12,16", "--ckpt-root", str(ck), "--out", str(out / "ms"), *small)
+    saved = json.loads((ck / "multiseed-K1" / "soft_count" / "config.json").read_text())
+    assert saved["plugins"] == ["example_content_plugin"]
+    assert saved["model"]["enc"] == {"slope": 0.5}
+    ms = json.loads((out / "ms" / "results.json").read_text())
+    assert ms["soft_count"]["head_path"] == "general"
+    assert ms["soft_count"]["head_path_reason"].startswith("general (content-aware encoding")
+    run("transformer", "--encodings", "soft_count", "--steps", "3", "--batch", "8", "--d", "16",
+        "--heads", "2", "--layers", "1", "--eval-lengths", "12,16", "--profile-lengths", "16",
+        "--ckpt-root", str(ck), "--out", str(out / "tf"), *small)
+    run("realizability-train", "--tiers", "1L1H", "--encodings", "soft_count", "--tasks", "prev",
+        "--steps", "4", "--chunk", "2", "--ckpt-every", "2", "--ckpt-root", str(ck),
+        "--out", str(out / "rt"), *small)
+    run("contract-train", "--tasks", "offset_copy", "--schemes", "soft_count", "--steps", "3",
+        "--probe-sequences", "8", "--d", "16", "--heads", "2", "--layers", "1", "--extend", "40",
+        "--shifts", "4", "--ckpt-root", str(ck), "--out", str(out / "ct"), *small)
+    prof = run("profile", "soft_count", "--quick", "--out", str(out / "prof"))
+    assert "Contract (at init): undefined for soft_count: a content-aware encoding" in prof.out
+    assert "Realizability (alpha_L, training-free): alpha_L undefined for soft_count" in prof.out
+    assert json.loads((out / "prof" / "profile.json").read_text())["plugins"] == [
+        "example_content_plugin"]
+    fresh_plugins()
+    assert "soft_count" not in lgjax.encodings.ENCODINGS
+    run("dynamics", str(ck / "multiseed-K1" / "soft_count"), "--lengths", "8,12", "--out",
+        str(out / "dyn"), plugin=False)
+    assert (out / "dyn" / "dynamics.csv").is_file()

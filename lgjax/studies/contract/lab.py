@@ -6,8 +6,10 @@ for three kinds of rows:
   stand-ins    the six pinned scores over the content pair (Q, K);
   registered   every encoding in lgjax.encodings.ENCODINGS (with those of --plugin),
                through its positional-only kernel at init (seed 0) of the one-layer head at
-               ModelConfig's defaults (`lab_run_config`), in float64, per head;
-  trained      with --run-dir: the same kernel with the final parameters of each seed of a run.
+               ModelConfig's defaults (`lab_run_config`), in float64, per head; a content-aware
+               encoding has none: its row is the one line that says so;
+  trained      with --run-dir: the same kernel with the final parameters of each seed of a run
+               (a content-aware encoding's run: the line that says it has none).
 A kernel is read at the causal mirror (q = max(i, j), k = min(i, j)), see contracts.kernel_score.
 Command: lgjax contract-lab [--plugin my_pkg.my_module] [--run-dir RUN]   (a few s)
 Expect: relative, RoPE (to float rounding), ALiBi and NoPE shift-invariant, sinusoidal and learned
@@ -28,7 +30,7 @@ import numpy as np
 
 from lgjax import checkpoints, grid, keys, models, transformer
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
-from lgjax.encodings import ENCODINGS, ApeOptions
+from lgjax.encodings import ENCODINGS, ApeOptions, kernel_undefined
 from lgjax.harness import outputs
 from lgjax.runs import open_run
 from lgjax.studies.contract import scores as contracts
@@ -105,6 +107,10 @@ def registered(cfg: Config) -> dict:
     """The kernel profile (per head) of every registered encoding at the lab's config."""
     out = {}
     for name, enc in ENCODINGS.items():
+        why = kernel_undefined(name, enc)
+        if why is not None:
+            out[name] = {"kind": enc.kind, "horizon": None, "heads": [], "undefined": why}
+            continue
         rc = lab_run_config(name, cfg)
         params = models.init_params(keys.stream(keys.seed_key(SEED), keys.INIT), rc)
         horizon = enc.horizon(rc.model, rc.train)
@@ -121,6 +127,11 @@ def trained(path: str, cfg: Config) -> dict:
         step = run.latest()
         params_S = run.restore_verified(step).params
     enc = ENCODINGS[rc.model.encoding]
+    why = kernel_undefined(rc.model.encoding, enc)
+    if why is not None:
+        return {"run_dir": str(path), "step": step, "steps": rc.train.steps,
+                "encoding": rc.model.encoding, "arch": rc.model.arch, "horizon": None,
+                "seeds": list(rc.train.seeds), "profiles": [], "undefined": why}
     horizon = enc.horizon(rc.model, rc.train)
     # a transformer's: the params its blocks read (one copy per block for FIRE: each block's
     # heads follow the previous block's, layer-major)
@@ -164,10 +175,11 @@ def sections(result: dict) -> list[tuple[str, list[tuple[str, tuple | None, list
              for name, p in result["schemes"].items()])]
     reg = [(f"registered: {name}", untrained(e["horizon"]),
             [(name if len(e["heads"]) == 1 else f"{name}/h{h}", f"h{h}", p)
-             for h, p in enumerate(e["heads"])]) for name, e in result["encodings"].items()]
+             for h, p in enumerate(e["heads"])]) for name, e in result["encodings"].items()
+           if not e.get("undefined")]
     out.append((f"registered encodings: kernel at init (seed {SEED}) of the one-layer head, "
                 f"ModelConfig defaults, float64; table rows from {c['train']} on untrained", reg))
-    if t is not None:
+    if t is not None and not t.get("undefined"):
         lines = [(f"seed{seed}" if len(ps) == 1 else f"seed{seed}/h{h}", f"seed{seed}/h{h}", p)
                  for seed, ps in zip(t["seeds"], t["profiles"]) for h, p in enumerate(ps)]
         out.append((f"trained: {t['run_dir']} ({t['encoding']}, {t['arch']}, step {t['step']} "
@@ -198,7 +210,21 @@ def table(result: dict) -> str:
             pairs = f"{p['collisions']}/{p['defined_pairs']}"
             lines.append(f"{name:{w}s}{err:>12s}{inv:>11s}{p['out_of_table']:>14.3f}"
                          f"{pairs:>13s}{p['monotonic_breaks']:>13d}")
+    undefined = undefined_lines(result)
+    if undefined:
+        lines += ["", "without a positional-only kernel (no row above)", *undefined]
     return "\n".join(lines)
+
+
+def undefined_lines(result: dict) -> list[str]:
+    """One line per registered encoding (and trained run) the kernel metrics do not apply to."""
+    out = [f"  {name}: {e['undefined']}" for name, e in result["encodings"].items()
+           if e.get("undefined")]
+    t = result["trained"]
+    if t is not None and t.get("undefined"):
+        out.append(f"  trained {t['run_dir']} ({t['encoding']}, step {t['step']}): "
+                   f"{t['undefined']}")
+    return out
 
 
 def figure(result: dict, path: Path) -> None:

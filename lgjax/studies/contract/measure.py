@@ -25,7 +25,7 @@ from lgjax import transformer
 from lgjax.checkpoints.integrity import write_atomic
 from lgjax.config import ModelConfig, TaskConfig
 from lgjax.devices import is_leader
-from lgjax.encodings import ENCODINGS, logit_scale
+from lgjax.encodings import ENCODINGS, content_view, logit_scale
 from lgjax.harness.outputs import jsonable
 from lgjax.harness.study import Trained
 from lgjax.keys import EVAL, seed_keys, stream
@@ -53,9 +53,11 @@ def query_readout(cfg: ModelConfig, m_in: int, m_out: int):
     enc = ENCODINGS[cfg.encoding]
 
     def one(params, tokens_L, length):
+        # LayerNorm_0 of a block: the states its q, k, v are projected from, which a
+        # content-aware encoding's logits read
         (logits_LxM, att), state = model.apply(
             {"params": params}, tokens_L, length, mutable=["intermediates"],
-            capture_intermediates=lambda mdl, _: mdl.name in ("query", "key"))
+            capture_intermediates=lambda mdl, _: mdl.name in ("query", "key", "LayerNorm_0"))
         n, pos = length - 1, jnp.arange(tokens_L.shape[0])
         rows = []
         for i in range(cfg.layers):
@@ -64,10 +66,16 @@ def query_readout(cfg: ModelConfig, m_in: int, m_out: int):
             # the length, FIRE's bias has params per block
             q, k = enc.rotate_pair(inter["query"]["__call__"][0], inter["key"]["__call__"][0],
                                    pos, length, cfg)
-            bias_LxH = jnp.broadcast_to(
-                enc.logit_bias(transformer.encoding_params(params, cfg, i), n, pos, cfg),
-                (pos.shape[0], cfg.heads))
-            rows.append(jnp.einsum("hd,khd->hk", q[n], k) * logit_scale(cfg) + bias_LxH.T)
+            enc_params = transformer.encoding_params(params, cfg, i)
+            bias_LxH = jnp.broadcast_to(enc.logit_bias(enc_params, n, pos, cfg),
+                                        (pos.shape[0], cfg.heads))
+            if enc.content is None:
+                row_HxL = jnp.einsum("hd,khd->hk", q[n], k) * logit_scale(cfg)
+            else:  # the logits the block made of the view (its query row)
+                h_LxD = inter["LayerNorm_0"]["__call__"][0]
+                view = content_view(q, k, h_LxD, pos, length, cfg)
+                row_HxL = enc.content_logits(enc_params, view, cfg)[:, n, :]
+            rows.append(row_HxL + bias_LxH.T)
         A = cfg.layers * cfg.heads
         return logits_LxM[n], att[:, :, n, :].reshape(A, -1), jnp.stack(rows).reshape(A, -1)
 
@@ -233,7 +241,11 @@ def parameter_counts(t: Trained) -> dict:
     # one seed's shapes (indexing the arrays compiled a program per leaf)
     one = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), t.states.params)
     count = lambda tree: int(sum(math.prod(x.shape) for x in jax.tree.leaves(tree)))
-    total, enc, m = count(one), count(one["encoding"]), t.config.model
+    m = t.config.model
+    # a per-layer encoding (FIRE, the content-aware entries) has a copy in every block
+    blocks = range(m.layers) if ENCODINGS[m.encoding].per_layer else range(1)
+    total = count(one)
+    enc = sum(count(transformer.encoding_params(one, m, i)) for i in blocks)
     # APE rows past the trained range are never read in training
     trained = m.enc.train_max * m.d if m.encoding == "ape" else enc
     return {"total": total, "encoding": enc, "encoding_trained": trained,

@@ -93,6 +93,15 @@ def head_metrics(params, cfg: ModelConfig, K: int, L: int) -> dict:
     }
 
 
+def margin_undefined(cfg: ModelConfig) -> str | None:
+    """None where the margin is defined; otherwise the one line that says why not."""
+    if ENCODINGS[cfg.encoding].kind != "content":
+        return None
+    return (f"margin undefined for {cfg.encoding}: it is read off a logit table per (query "
+            "token, key token, offset), and a content-aware encoding's logit of a key depends "
+            "on the tokens between it and the query")
+
+
 @functools.partial(jax.jit, static_argnums=(1, 2))
 def logit_profile(params, cfg: ModelConfig, L: int) -> jax.Array:
     """Content-averaged logit of the last-position query vs each key position: [H, L]."""

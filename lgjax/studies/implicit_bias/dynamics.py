@@ -33,7 +33,7 @@ def static_metrics(params, cfg: RunConfig, lengths: tuple[int, ...]) -> dict:
     K, m = cfg.task.opts.offset, cfg.model
     out = {k: v for k, v in analysis.head_metrics(params, m, K, max(lengths)).items()
            if k != "carrier_profile"}
-    for L in lengths:
+    for L in lengths if analysis.margin_undefined(m) is None else ():
         mu = analysis.margin(analysis.logit_profile(params, m, L), K)
         out[f"margin@{L}"] = mu
         out[f"margin_bound@{L}"] = analysis.margin_bound(mu, L)
@@ -181,7 +181,8 @@ def default_metrics(cfg: RunConfig, rows: list[dict], lengths) -> list[str]:
     L = max(lengths)
     metrics = [f"{m}{h}" for h in heads for m in ("carrier_key", "carrier_query", "sv_energy",
                                                   "align_shifted")]
-    metrics += [f"margin{heads[0]}@{L}", f"accuracy@{L}", f"peak_height{heads[0]}@{L}",
+    margin = [f"margin{heads[0]}@{L}"] if analysis.margin_undefined(cfg.model) is None else []
+    metrics += [*margin, f"accuracy@{L}", f"peak_height{heads[0]}@{L}",
                 f"selected_offset{heads[0]}@{L}"]
     return metrics + [m for m in ("ape_norm_in_range", "ape_norm_beyond")
                       if any(r["metric"] == m for r in rows)]
@@ -199,6 +200,9 @@ def main(cfg: Config) -> None:
     metrics = default_metrics(run_cfg, rows, cfg.lengths)
     dynamics_figure(rows, metrics, out / "dynamics", title=str(cfg.run_dir))
     print(summary_table(rows, metrics))
+    why = analysis.margin_undefined(run_cfg.model)
+    if why is not None:
+        print(why)
     print(f"wrote {out}/dynamics.csv, dynamics.json, dynamics.png/.pdf ({len(rows)} rows)")
     if damaged:
         print("skipped damaged checkpoints: " + "; ".join(f"step {s}: {why}"

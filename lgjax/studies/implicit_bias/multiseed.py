@@ -63,7 +63,8 @@ def measure(cfg: Config, trained: dict) -> dict:
         peak, offset = common.peak_head(ev)
         res[Path(name).name] = {
             "accuracy": ev.accuracy, "peak_height": peak, "selected_offset": offset.astype(int),
-            "mean_attention": ev.mean_attention, "head_path": models.head_path(t.config.model)}
+            "mean_attention": ev.mean_attention, "head_path": models.head_path(t.config.model),
+            "head_path_reason": models.head_path_reason(t.config.model)}
     return res
 
 

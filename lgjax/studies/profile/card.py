@@ -22,23 +22,33 @@ def _f(v, fmt="{:.3f}") -> str:
 
 def verdicts(name: str, s: dict) -> list[str]:
     c, a = s["contract"], s["alpha"]
-    inv = "undefined (out of its table)" if c["shift_error"] is None else (
-        "shift-invariant" if c["shift_error"] < 1e-9 else f"not shift-invariant (error "
-        f"{c['shift_error']:.3g})")
-    lines = [f"Contract (at init): {inv}; {c['out_of_table']:.0%} of distances out of table, "
-             f"{c['collisions']} collisions, {c['monotonic_breaks']} monotonic breaks."]
-    learned = s.get("contract_learned", {})
+    if "undefined" in c:  # a content-aware encoding: the lab has no kernel to read
+        lines = [f"Contract (at init): {c['undefined']}."]
+    else:
+        inv = "undefined (out of its table)" if c["shift_error"] is None else (
+            "shift-invariant" if c["shift_error"] < 1e-9 else f"not shift-invariant (error "
+            f"{c['shift_error']:.3g})")
+        lines = [f"Contract (at init): {inv}; {c['out_of_table']:.0%} of distances out of "
+                 f"table, {c['collisions']} collisions, {c['monotonic_breaks']} monotonic "
+                 "breaks."]
+    learned = {K: v for K, v in s.get("contract_learned", {}).items() if "undefined" not in v}
     if learned:
         lines[0] += " Learned (fixed offset, mean over seeds): " + "; ".join(
             f"K={K[1]}: shift error {_f(v['shift_error'], '{:.3g}')}, "
             f"{_f(v['collisions'], '{:.1f}')} collisions, "
             f"{_f(v['monotonic_breaks'], '{:.1f}')} monotonic breaks" for K, v in learned.items()
         ) + "."
-    real = [t for t, r in a.items() if r["acc_L0"] == 1.0]
-    carry = [t for t in real if a[t]["alpha"] >= 0.5]
-    lines.append(f"Realizability (alpha_L, training-free): a positional-only head realizes "
-                 f"{len(real)} of {len(a)} tasks at L0; alpha_{FOCUS} >= 0.5 on "
-                 f"{', '.join(carry) or 'none'}.")
+    elif s.get("contract_learned") and "undefined" not in c:
+        lines[0] += " Learned: " + next(iter(s["contract_learned"].values()))["undefined"] + "."
+    if "undefined" in a:
+        lines.append(f"Realizability (alpha_L, training-free): {a['undefined']}.")
+    else:
+        real = [t for t, r in a.items() if r["acc_L0"] == 1.0]
+        carry = [t for t in real if a[t]["alpha"] >= 0.5]
+        of = f"; {s['alpha_restriction']}" if s.get("alpha_restriction") else ""
+        lines.append(f"Realizability (alpha_L, training-free{of}): a positional-only head realizes "
+                     f"{len(real)} of {len(a)} tasks at L0; alpha_{FOCUS} >= 0.5 on "
+                     f"{', '.join(carry) or 'none'}.")
     ib = s["implicit_bias"]
     lines.append("Implicit bias (fixed offset, trained): " + "; ".join(
         f"K={K[1]}: accuracy {v['acc_in_range']:.2f} in range, {v['acc_long']:.2f} at "
@@ -51,6 +61,8 @@ def verdicts(name: str, s: dict) -> list[str]:
         rho = "undefined (alpha_L or LG constant)" if rz["rho"] is None else f"{rz['rho']:.2f}"
         prec = "undefined (no row passes alpha >= 0.5)" if rz["precision"] is None else \
             f"{rz['precision']:.2f}"
+        if "alpha_undefined" in rz:
+            rho = prec = "undefined (alpha_L undefined: a content-aware encoding)"
         lines.append(f"Realizability, trained 1L1H: LG@{FOCUS} >= 0.7 on "
                      f"{', '.join(good) or 'none'}; Spearman rho(alpha_L, LG) {rho} over "
                      f"{rz['rows']} (task, L) rows of learnable tasks; precision of the screen "
@@ -70,9 +82,7 @@ def tables(name: str, s: dict, ref: dict) -> list[tuple[str, list[str], list[lis
     bold = lambda n, mine: f"**{n}**" if mine else n
     out = [("Contract lab at initialisation (spec: contract.md)",
             ["encoding", "shift error", "out of table", "collisions", "monotonic breaks"],
-            [[bold(n, m), _f(x["contract"]["shift_error"], "{:.3g}"),
-              _f(x["contract"]["out_of_table"], "{:.2f}"), x["contract"]["collisions"],
-              x["contract"]["monotonic_breaks"]] for n, x, m in every])]
+            [[bold(n, m), *_contract_cells(x["contract"])] for n, x, m in every])]
     if s.get("contract_learned"):
         out.append(("Contract lab of the kernels learned at fixed offset K = 1 / K = 2 (the "
                      "implicit-bias runs; mean over seeds)",
@@ -81,11 +91,13 @@ def tables(name: str, s: dict, ref: dict) -> list[tuple[str, list[str], list[lis
                      [[bold(n, m), K[1], _f(v["shift_error"], "{:.3g}"),
                        _f(v["out_of_table"], "{:.2f}"), _f(v["collisions"], "{:.1f}"),
                        _f(v["monotonic_breaks"], "{:.1f}")]
-                      for n, x, m in every for K, v in x.get("contract_learned", {}).items()]))
-    tasks = list(s["alpha"])
+                      for n, x, m in every for K, v in x.get("contract_learned", {}).items()
+                      if "undefined" not in v]))
+    tasks = next((list(x["alpha"]) for _, x, _ in every if "undefined" not in x["alpha"]), [])
     out.append((f"alpha_{FOCUS} (pinned selection, generic head at m = 32; * = not realized "
                 "at L0; def = content-dependent, alpha := 0)", ["encoding", *tasks],
-                [[bold(n, m)] + [_alpha_cell(x["alpha"].get(t)) for t in tasks]
+                [[bold(n, m)] + [("undefined" if "undefined" in x["alpha"] else
+                                  _alpha_cell(x["alpha"].get(t))) for t in tasks]
                  for n, x, m in every]))
     out.append((f"Implicit bias: fixed offset, accuracy in range (L=16) / at L={IB_LONG}, "
                 f"offset -K selected at L={IB_LONG}, key carrier fraction of a rotary part "
@@ -115,6 +127,13 @@ def tables(name: str, s: dict, ref: dict) -> list[tuple[str, list[str], list[lis
                     [[bold(n, m)] + [_cm(x["contract_matrix"]["tasks"].get(t)) for t in ct]
                      for n, x, m in every if x.get("contract_matrix")]))
     return out
+
+
+def _contract_cells(c: dict) -> list:
+    if "undefined" in c:
+        return ["undefined (content-aware)", "-", "-", "-"]
+    return [_f(c["shift_error"], "{:.3g}"), _f(c["out_of_table"], "{:.2f}"), c["collisions"],
+            c["monotonic_breaks"]]
 
 
 def _cm(v: dict | None) -> str:
@@ -148,11 +167,15 @@ def figure(name: str, inst: dict, ref_inst: dict, stem: Path) -> None:
     style = lambda n: dict(color="black", lw=2.8, zorder=5, label=f"{n} (profiled)") \
         if n == name else dict(lw=1.1, alpha=0.75, label=n)
     for n, x in every:
-        curve = np.array([np.nan if v is None else v for v in x["contract"][0]["curve"]], float)
-        axes[0].plot(np.arange(1, len(curve) + 1), curve, **style(n))
+        if isinstance(x["contract"], list):  # a content-aware encoding has no kernel to plot
+            curve = np.array([np.nan if v is None else v for v in x["contract"][0]["curve"]],
+                             float)
+            axes[0].plot(np.arange(1, len(curve) + 1), curve, **style(n))
         a = x["alpha"]
-        axes[1].plot(a["lengths"], [np.mean([r["alpha"][k] for r in a["tasks"].values()])
-                                    for k in range(len(a["lengths"]))], marker="o", **style(n))
+        if "undefined" not in a:
+            axes[1].plot(a["lengths"], [np.mean([r["alpha"][k] for r in a["tasks"].values()])
+                                        for k in range(len(a["lengths"]))], marker="o",
+                         **style(n))
         ib = x["implicit_bias"]
         for K, ls in (("K1", "-"), ("K2", "--")):
             st = style(n) | ({"label": None} if K == "K2" else {})
@@ -167,6 +190,10 @@ def figure(name: str, inst: dict, ref_inst: dict, stem: Path) -> None:
                          marker="o", ls="", ms=9, **style(n))
     axes[0].set(title="contract: positional-only score(0, d) at init", xlabel="distance d")
     axes[1].set(title="alpha_L, mean over tasks", xlabel="test length L", ylim=(-0.05, 1.05))
+    if "undefined" in inst["alpha"]:  # said on the panel, as on the card
+        for ax in axes[:2]:
+            ax.text(0.5, 0.5, f"{name}: undefined\n(content-aware: no positional-only kernel)",
+                    transform=ax.transAxes, ha="center", va="center", fontsize=9)
     axes[2].set(title="implicit bias: accuracy (K=1 solid, K=2 dashed)", xlabel="length",
                 ylim=(-0.05, 1.05))
     axes[2].axhline(0.05, color="grey", lw=0.8, ls=":")

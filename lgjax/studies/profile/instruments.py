@@ -15,7 +15,7 @@ import numpy as np
 
 from lgjax import keys, models, train
 from lgjax.config import RunConfig
-from lgjax.encodings import ENCODINGS
+from lgjax.encodings import ENCODINGS, kernel_undefined
 from lgjax.harness import study
 from lgjax.harness.outputs import jsonable
 from lgjax.harness.study import RunOptions, run_study
@@ -31,9 +31,13 @@ from lgjax.studies.realizability import generic_head as G
 from lgjax.studies.realizability import train as rtrain
 
 
-def contract_init(name: str, options=None) -> list[dict]:
+def contract_init(name: str, options=None) -> list[dict] | dict:
     """The lab's four metrics of the encoding's positional-only kernel at init, per head (the
-    lab's config: the one-layer head, seed 0's init; `options` replace its defaults)."""
+    lab's config: the one-layer head, seed 0's init; `options` replace its defaults); a
+    content-aware encoding has none: {"undefined": the line that says why}."""
+    why = kernel_undefined(name, ENCODINGS[name])
+    if why is not None:
+        return {"undefined": why}
     cfg = lab.Config()
     rc = lab.lab_run_config(name, cfg)
     if options is not None:
@@ -46,7 +50,15 @@ def contract_init(name: str, options=None) -> list[dict]:
 
 def alpha(name: str, recipe: Recipe, options=None) -> dict:
     """alpha_L (the pinned selection, on the generic head at m = 32) per task at the spec's
-    main setting: {task: {acc_L0, alpha [per length], flags}}."""
+    main setting: {task: {acc_L0, alpha [per length], flags}}; {"undefined": why} where the
+    encoding has no positional-only head (content-aware)."""
+    enc = ENCODINGS[name]
+    if enc.kind == "content" and enc.positional_restriction is not None:
+        base, base_options, label = enc.positional_restriction(options or enc.options())
+        return alpha(base, recipe, base_options) | {"restriction": label}
+    why = G.alpha_undefined(name)
+    if why is not None:
+        return {"undefined": why}
     cfg = A.Config(encodings=(name,), steps=recipe.alpha_steps, sweep_nums=(16,),
                    sweep_bases=(1e4,), sweep_scales=(1.0,))
     Lmax = max(cfg.lengths)
@@ -136,6 +148,9 @@ def implicit_bias(name: str, recipe: Recipe, out: Path, M: int = 0) -> dict:
                         ("accuracy", "peak_height", "selected_offset")}
         run_dir = full["run_dirs"][f"{cfg.run_name}/{name}"]
         res[f"K{K}"]["contract"] = contract_trained(run_dir)
+        why = kernel_undefined(name, ENCODINGS[name])
+        if why is not None:  # no kernel to read off the trained runs: said, not left empty
+            res[f"K{K}"]["contract_undefined"] = why
         if ENCODINGS[name].kind == "rotary":
             res[f"K{K}"] |= carrier(run_dir, max(lengths))
     res["lengths"], res["chance"] = lengths, 1.0 / 20

@@ -15,6 +15,8 @@ CONTRACT = ("shift_error", "out_of_table", "collisions", "monotonic_breaks")
 
 
 def contract(inst: dict) -> dict:
+    if isinstance(inst["contract"], dict):  # {"undefined": why}: a content-aware encoding
+        return dict(inst["contract"])
     h = inst["contract"][0]  # head 0 (the lab's model has one head)
     return {k: h[k] for k in CONTRACT}
 
@@ -25,6 +27,9 @@ def contract_learned(inst: dict) -> dict:
     ib = inst["implicit_bias"]
     out = {}
     for K in ("K1", "K2"):
+        if "contract_undefined" in ib[K]:
+            out[K] = {"undefined": ib[K]["contract_undefined"]}
+            continue
         heads = [h for seed in ib[K].get("contract", []) for h in seed]
         if heads:
             out[K] = {k: float(np.mean([h[k] for h in heads if h[k] is not None]))
@@ -34,7 +39,10 @@ def contract_learned(inst: dict) -> dict:
 
 
 def alpha(inst: dict) -> dict:
+    """Per task {acc_L0, alpha at FOCUS}; {"undefined": why} for a content-aware encoding."""
     a = inst["alpha"]
+    if "undefined" in a:
+        return {"undefined": a["undefined"]}
     i = a["lengths"].index(FOCUS)
     return {t: {"acc_L0": r["acc_L0"], "alpha": r["alpha"][i]} for t, r in a["tasks"].items()}
 
@@ -63,12 +71,13 @@ def realizability(inst: dict, tier: str = "1L1H") -> dict:
     a = inst["alpha"]
     i = rz["lengths"].index(FOCUS)
     tasks, lg = {}, np.asarray(rz["lg"])  # [task, seed, length]
+    no_alpha = "undefined" in a  # a content-aware encoding: LG alone, no rho or screen
     x, y = [], []
     for k, t in enumerate(rz["tasks"]):
         train = float(np.mean(rz["train_acc"][k]))
         tasks[t] = {"train_acc": train, "lg": float(lg[k, :, i].mean()),
                     "lg_sd": float(lg[k, :, i].std())}
-        if train > 0.8:  # learnable (the spec's definition)
+        if train > 0.8 and not no_alpha:  # learnable (the spec's definition)
             for j, L in enumerate(rz["lengths"]):
                 x.append(a["tasks"][t]["alpha"][a["lengths"].index(L)])
                 y.append(float(lg[k, :, j].mean()))
@@ -76,7 +85,7 @@ def realizability(inst: dict, tier: str = "1L1H") -> dict:
     prec = stats.precision(x, y, 0.5, 0.7) if x else float("nan")
     undefined = lambda v: None if np.isnan(v) else v  # JSON has no nan
     return {"tasks": tasks, "rho": undefined(rho), "precision": undefined(prec), "rows": len(x),
-            "seeds": int(lg.shape[1])}
+            "seeds": int(lg.shape[1])} | ({"alpha_undefined": a["undefined"]} if no_alpha else {})
 
 
 def contract_matrix(inst: dict) -> dict:
@@ -94,7 +103,8 @@ def contract_matrix(inst: dict) -> dict:
 
 
 def of(inst: dict) -> dict:
+    restriction = inst["alpha"].get("restriction")
     return {"contract": contract(inst), "contract_learned": contract_learned(inst),
-            "alpha": alpha(inst),
+            "alpha": alpha(inst), **({"alpha_restriction": restriction} if restriction else {}),
             "implicit_bias": implicit_bias(inst), "realizability": realizability(inst),
             "contract_matrix": contract_matrix(inst)}

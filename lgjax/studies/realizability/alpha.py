@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lgjax.config import require
+from lgjax.encodings import ENCODINGS
 from lgjax.harness.ranges import option
 from lgjax.studies.realizability import score as R
 from lgjax.studies.realizability.score import TASK_NAMES
@@ -75,7 +76,11 @@ class Config:
 
 
 def check(cfg: Config) -> None:
+    from lgjax.studies.realizability.generic_head import alpha_undefined
+
     for enc in (*cfg.encodings, *cfg.scale_encodings):
+        why = alpha_undefined(enc) if enc in ENCODINGS else None
+        require(why is None, "encodings", str(why))
         require(enc in R.HEADS, "encodings", f"unknown encoding {enc!r}; choose from "
                 f"{sorted(R.HEADS)}")
     for name in cfg.tasks:
