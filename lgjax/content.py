@@ -54,12 +54,8 @@ from lgjax.encodings import (
     logit_scale,
     no_kernel,
 )
-from lgjax.errors import require
+from lgjax.errors import finite, require
 from lgjax.learned_bias import kerple_init, kerple_log_bias, softplus_inverse
-
-
-def _finite(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _positive_int(x) -> bool:
@@ -94,9 +90,9 @@ def fox_content(params, view, cfg):
 
 def _validate_fox(m, t, max_len) -> None:
     o = m.enc
-    require(_finite(o.w_std) and o.w_std >= 0, "model.enc.w_std",
+    require(finite(o.w_std) and o.w_std >= 0, "model.enc.w_std",
             f"must be a finite number >= 0 (the gate projection's init scale), got {o.w_std}")
-    require(_finite(o.b_init), "model.enc.b_init", f"must be a finite number, got {o.b_init}")
+    require(finite(o.b_init), "model.enc.b_init", f"must be a finite number, got {o.b_init}")
 
 
 # ---- cope ---------------------------------------------------------------------------------
