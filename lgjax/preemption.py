@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 
@@ -111,3 +112,30 @@ def at_boundary(step: int, save: Callable[[int], bool], where: str) -> None:
     save(step)
     raise Preempted(f"stopped by {name} at step {step}, checkpoint saved in {where}; rerun "
                     "with --resume to continue")
+
+
+def leave_job(code: int) -> None:
+    """End a process of a job that stopped: wait (a bounded time) until every process of the job
+    has stopped too, then exit at once. A scheduler that takes a step down when one task exits
+    non-zero (`srun --kill-on-bad-exit`) would otherwise signal the slower ones while they
+    still commit, or while the interpreter shuts down (its handlers gone: killed by SIGTERM,
+    exit 143 instead of EXIT_PREEMPTED); jax.distributed's own shutdown is skipped, as every
+    process leaves here."""
+    import jax
+
+    if jax.process_count() == 1:
+        return
+    from jax._src import distributed
+
+    client = distributed.global_state.client
+    try:
+        if client is not None:
+            client.wait_at_barrier("lgjax-stopped", LEAVE_TIMEOUT_MS)
+    except Exception:  # noqa: BLE001 -- a process that will not come: leave anyway
+        pass
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+LEAVE_TIMEOUT_MS = 20_000  # the processes of a stopped job reach the barrier within a save

@@ -178,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
             run_study(module, cfg)
     except Preempted as err:
         print(f"lgjax {command}: {err} (exit {err.exit_code})", file=sys.stderr)
+        from lgjax import preemption
+
+        preemption.leave_job(err.exit_code)  # (a job of several processes exits there)
         return err.exit_code
     except KeyboardInterrupt:
         if debug:
