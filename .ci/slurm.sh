@@ -15,6 +15,11 @@ die() {
     exit 1
 }
 
+fail() {  # (the message, with the daemons' logs, is read before stop removes them)
+    stop
+    die "$1"
+}
+
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -30,7 +35,9 @@ start() {
     dir=$(mktemp -d "${TMPDIR:-/tmp}/lgjax-slurm-XXXXXX")
     chmod 755 "$dir"
     cpus=$(nproc --all)
-    node=$(hostname -s)
+    # "localhost": JAX's Slurm detection takes the coordinator's host from the node list, and
+    # this machine's own name need not resolve
+    node=localhost
     mkdir -p "$dir/spool/ctld" "$dir/spool/d"
     cat > "$dir/slurm.conf" <<EOF
 ClusterName=lgjaxci
@@ -70,8 +77,9 @@ NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
 PartitionName=ci Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 EOF
     export SLURM_CONF=$dir/slurm.conf
-    slurmctld -c -f "$SLURM_CONF" || die "slurmctld did not start: $(tail -n 5 "$dir/slurmctld.log" 2>/dev/null)"
-    slurmd -f "$SLURM_CONF" || die "slurmd did not start: $(tail -n 5 "$dir/slurmd.log" 2>/dev/null)"
+    slurmctld -c -f "$SLURM_CONF" ||
+        fail "slurmctld did not start: $(tail -n 5 "$dir/slurmctld.log" 2>/dev/null)"
+    slurmd -N "$node" -f "$SLURM_CONF" || fail "slurmd did not start: $(tail -n 5 "$dir/slurmd.log" 2>/dev/null)"
     local i state=""
     for i in $(seq 1 100); do  # 20 s: the node is idle in under a second here
         state=$(sinfo -h -N -o %T 2>/dev/null | head -n 1) || true
@@ -79,10 +87,7 @@ EOF
         sleep 0.2
     done
     if [[ "$state" != idle ]]; then
-        local why
-        why="node state '${state:-none}' after 20 s; slurmctld: $(tail -n 3 "$dir/slurmctld.log" 2>/dev/null | tr '\n' ' ') slurmd: $(tail -n 3 "$dir/slurmd.log" 2>/dev/null | tr '\n' ' ')"
-        stop
-        die "$why"
+        fail "the node is not idle: state '${state:-none}' after 20 s; slurmctld: $(tail -n 3 "$dir/slurmctld.log" 2>/dev/null | tr '\n' ' ') slurmd: $(tail -n 3 "$dir/slurmd.log" 2>/dev/null | tr '\n' ' ')"
     fi
     echo "export SLURM_CONF=$SLURM_CONF"
 }

@@ -4,7 +4,9 @@ Each process is a simulated host with its own CPU devices; together they form on
 jax.distributed job with the coordinator on 127.0.0.1 (a free port), exactly as on a cluster
 where the cluster's launcher starts the same command on every host. Process 0's output is
 shown; the others' goes to log files. When any process fails the others are stopped and the
-job fails with one line naming the process, its exit status and its log.
+job fails with one line naming the process, its exit status and its log. SIGTERM and SIGUSR1 to
+the launcher are passed on to every process (lgjax.preemption: each saves and exits 75), and
+the launcher exits 75 once all have.
 Command: lgjax launch --processes 2 --devices-per-process 2 -- multiseed --seeds 8
 """
 
