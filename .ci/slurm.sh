@@ -26,10 +26,14 @@ free_port() {
 
 start() {
     if ! command -v srun >/dev/null || ! command -v slurmctld >/dev/null; then
-        { DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurm-wlm >/dev/null ||
+        # the daemons, the client and their plugins; slurm-wlm would add every optional plugin
+        local pkgs=(slurmctld slurmd slurm-client)
+        { DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+              "${pkgs[@]}" >/dev/null ||
           { apt-get update -q >/dev/null &&
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurm-wlm >/dev/null; }; } ||
-            die "apt-get install slurm-wlm failed (root and Debian's package lists needed)"
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+                "${pkgs[@]}" >/dev/null; }; } ||
+            die "apt-get install ${pkgs[*]} failed (root and Debian's package lists needed)"
     fi
     local dir cpus node
     dir=$(mktemp -d "${TMPDIR:-/tmp}/lgjax-slurm-XXXXXX")

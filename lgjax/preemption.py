@@ -5,7 +5,8 @@ and kill the process some seconds later (Slurm's KillWait, 30 s by default; Kube
 grace period); `sbatch --signal=USR1@60` sends SIGUSR1 ahead of the time limit. `install()`
 (the CLI calls it once the process has joined its job) makes both signals a request to stop:
 inside a training loop (`stoppable()`) the run stops at the next chunk boundary with a committed
-checkpoint there; anywhere else nothing is in flight, and the process stops at once. Either way
+checkpoint there; anywhere else nothing is in flight, and one process stops at once (a job of
+several at the next training loop's start: see `_handler`). Either way
 the CLI exits with EXIT_PREEMPTED after one line, and the same command with `--resume`
 continues bitwise equal to a run never stopped (the chunks after a boundary do not depend on
 where training started).
@@ -37,6 +38,7 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 
 _requested: str | None = None  # the name of the first stop signal received
 _loops = 0  # training loops running (stoppable() contexts entered and not left)
+_defer = False  # outside training: wait for the next loop (install)
 
 
 def requested() -> str | None:
@@ -48,17 +50,26 @@ def _handler(signum, _frame) -> None:
     if _requested is not None:
         return  # already stopping
     _requested = signal.Signals(signum).name
-    if _loops == 0:  # nothing in flight: every checkpoint is committed or was never started
+    if _loops == 0 and not _defer:
+        # one process with nothing in flight: every checkpoint is committed or never started
         raise Preempted(f"stopped by {_requested} outside training; every finished checkpoint "
                         "is kept; rerun with --resume to continue")
-    os.write(2, f"lgjax: {_requested}: stopping after the chunk in progress and its "
+    # (deferred: see install)
+    os.write(2, f"lgjax: {_requested}: stopping at the next chunk boundary, after its "
                 "checkpoint\n".encode())
 
 
-def install() -> None:
-    """SIGTERM and SIGUSR1 become a request to stop (main thread only; a no-op elsewhere)."""
+def install(defer: bool | None = None) -> None:
+    """SIGTERM and SIGUSR1 become a request to stop (main thread only; a no-op elsewhere).
+
+    `defer` (default: in a job of several processes): outside training the request waits for
+    the next training loop's start, or the command's end, instead of stopping at once. A process
+    of a job stopping on its own between two exchanges would leave the others blocked in the
+    next one; a `reproduce --jobs` worker idle between steps would die in the pool's loop."""
+    global _defer
     if threading.current_thread() is not threading.main_thread():
         return
+    _defer = os.environ.get("LGJAX_DISTRIBUTED") == "1" if defer is None else defer
     for sig in STOP_SIGNALS:
         signal.signal(sig, _handler)
 
@@ -75,6 +86,10 @@ def stoppable():
     it. Left with a request pending (it came after the last boundary, during the final save's
     commit), the run is complete and saved, and the process stops there."""
     global _loops
+    name = agreed()  # a request that came between two training loops
+    if name is not None:
+        raise Preempted(f"stopped by {name} before training; every finished checkpoint is kept; "
+                        "rerun with --resume to continue")
     _loops += 1
     try:
         yield

@@ -120,6 +120,25 @@ def test_a_signal_outside_training_stops_at_once():
             signal.signal(sig, handler)
 
 
+def test_deferred_outside_training_the_next_loop_stops_before_it_starts():
+    """A job of several processes (and a reproduce worker) defers: a process stopping on its own
+    between two exchanges would leave the others blocked in the next one."""
+    before = {sig: signal.getsignal(sig) for sig in preemption.STOP_SIGNALS}
+    preemption.install(defer=True)
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(1000):
+            pass
+        assert preemption.requested() == "SIGTERM"
+        with pytest.raises(Preempted, match="stopped by SIGTERM before training"):
+            with preemption.stoppable():
+                raise AssertionError("the loop ran")
+    finally:
+        preemption.reset()
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
 TINY = ["multiseed", "--encodings", "rope", "--seeds", "2", "--steps", "300", "--batch", "16",
         "--d", "16", "--vocab", "8", "--train-lengths", "4,8", "--eval-lengths", "8,12",
         "--eval-sequences", "64", "--no-progress"]
