@@ -117,10 +117,10 @@ def agreed() -> str | None:
     return signal.Signals(code).name if code else None
 
 
-def at_boundary(step: int, save: Callable[[int], bool], where: str) -> None:
+def at_boundary(step: int, save: Callable[[int], None], where: str) -> None:
     """At chunk boundary `step`: when a stop was requested anywhere in the job, `save(step)`
-    (it saves the step unless already saved or being saved; True when it started a save) and
-    raise Preempted; the caller's RunDir commits the save on the way out."""
+    (it saves the step unless already saved or being saved) and raise Preempted; the caller's
+    RunDir commits the save on the way out."""
     name = agreed()
     if name is None:
         return
@@ -136,14 +136,16 @@ def leave_job(code: int) -> None:
     still commit, or while the interpreter shuts down (its handlers gone: killed by SIGTERM,
     exit 143 instead of EXIT_PREEMPTED); jax.distributed's own shutdown is skipped, as every
     process leaves here."""
+    if os.environ.get("LGJAX_DISTRIBUTED") != "1":
+        return
     import jax
 
     if jax.process_count() == 1:
         return
-    from jax._src import distributed
+    try:  # (jax's client, which jax.distributed.initialize made: no public handle on it)
+        from jax._src import distributed
 
-    client = distributed.global_state.client
-    try:
+        client = distributed.global_state.client
         if client is not None:
             client.wait_at_barrier("lgjax-stopped", LEAVE_TIMEOUT_MS)
     except Exception:  # noqa: BLE001 -- a process that will not come: leave anyway
