@@ -5,11 +5,11 @@ and kill the process some seconds later (Slurm's KillWait, 30 s by default; Kube
 grace period); `sbatch --signal=USR1@60` sends SIGUSR1 ahead of the time limit. `install()`
 (the CLI calls it once the process has joined its job) makes both signals a request to stop:
 inside a training loop (`stoppable()`) the run stops at the next chunk boundary with a committed
-checkpoint there; anywhere else nothing is in flight, and one process stops at once (a job of
-several at the next training loop's start: see `_handler`). Either way
-the CLI exits with EXIT_PREEMPTED after one line, and the same command with `--resume`
-continues bitwise equal to a run never stopped (the chunks after a boundary do not depend on
-where training started).
+checkpoint there; anywhere else nothing is in flight, and one process stops at once (a process
+of a job of several, or a `reproduce --jobs` worker, at the next training loop's start: see
+`install`). Either way the CLI exits with EXIT_PREEMPTED after one line, and the same command
+with `--resume` continues bitwise equal to a run never stopped (the chunks after a boundary do
+not depend on where training started).
 
 In a job of several processes every process takes part in one small all-gather of the request
 at each chunk boundary, so all stop at the same boundary whether the signal reached every
