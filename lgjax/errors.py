@@ -37,6 +37,14 @@ def finite(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
+class Preempted(BaseException):
+    """A stop signal (SIGTERM, SIGUSR1) was honoured: the newest checkpoint is committed and the
+    process exits with `exit_code`. A BaseException, as KeyboardInterrupt is: raised from a
+    signal handler, it must pass through code that catches Exception."""
+
+    exit_code = 75
+
+
 class Relayed(Exception):
     """An expected failure of another process (a `reproduce --jobs` worker), already one line."""
 

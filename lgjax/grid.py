@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lgjax import evaluate, models, tasks, train
+from lgjax import evaluate, models, preemption, tasks, train
 from lgjax.checkpoints import RunDir, metrics
 from lgjax.config import (
     ConfigError,
@@ -228,7 +228,8 @@ def train_program(grid: Grid, path: Path | str, resume: bool = False,
     saves its own block, as for a harness run."""
     t = grid.train
     template = train.abstract_states(grid.cell_config(0), math.prod(grid.shape))
-    with RunDir(path, grid, resume=resume, template=template, keep=2) as run, \
+    with preemption.stoppable(), \
+            RunDir(path, grid, resume=resume, template=template, keep=2) as run, \
             metrics.Log(path, cell_labels(grid)) as log:
         found = run.restore_latest_intact()
         states = found[1] if found is not None else init_states(grid)
@@ -248,8 +249,17 @@ def train_program(grid: Grid, path: Path | str, resume: bool = False,
                 run.save(end, states)
             if on_chunk is not None:
                 on_chunk(end, states, loss_C)
+            # a stop's checkpoint off the schedule goes as orbax keeps only the newest two
+            preemption.at_boundary(end, lambda s, x=states: _save_if_needed(run, log, s, x),
+                                   str(run.path))
             start = end
     return states
+
+
+def _save_if_needed(run: RunDir, log, step: int, states) -> None:
+    if run.needs_save(step):
+        log.flush()
+        run.save(step, states)
 
 
 def evaluate_grid(grid: Grid, params_C, lengths, n_seqs: int, new_from: int = 0):

@@ -24,12 +24,48 @@ CPU_DEVICES = "LGJAX_CPU_DEVICES"
 FORCE_COUNT = "--xla_force_host_platform_device_count"
 
 
+def slurm_task_cpus(env=None) -> int | None:
+    """The CPUs Slurm gave this task, where it says: SLURM_CPUS_PER_TASK (`srun -c N`), else the
+    job's CPUs on this node over the step's tasks on it; None outside a Slurm job step.
+
+    A cluster whose Slurm binds tasks to cores (task/affinity, task/cgroup) shows that in the
+    affinity mask too; one that does not leaves every task the whole node's mask, and a task of
+    `srun -n 2` on a 2-core node would split it into 2 devices (4 in the job, each core
+    oversubscribed)."""
+    env = os.environ if env is None else env
+    if "SLURM_STEP_ID" not in env:
+        return None
+    per_task = env.get("SLURM_CPUS_PER_TASK", "")
+    if per_task.isdigit() and int(per_task) > 0:
+        return int(per_task)
+    node_cpus, tasks = env.get("SLURM_CPUS_ON_NODE", ""), _tasks_on_this_node(env)
+    if node_cpus.isdigit() and tasks:
+        return max(int(node_cpus) // tasks, 1)
+    return None
+
+
+def _tasks_on_this_node(env) -> int | None:
+    """SLURM_STEP_TASKS_PER_NODE (e.g. "2(x3),1": 2 tasks on each of 3 nodes, then 1) at
+    SLURM_NODEID."""
+    try:
+        node = int(env.get("SLURM_NODEID", "0"))
+        for part in env["SLURM_STEP_TASKS_PER_NODE"].split(","):
+            count, _, repeat = part.partition("(x")
+            node -= int(repeat.rstrip(")")) if repeat else 1
+            if node < 0:
+                return int(count)
+    except (KeyError, ValueError):
+        pass
+    return None
+
+
 def cpu_device_count() -> int:
     """What split_cpu_into_devices asks for: $LGJAX_CPU_DEVICES, else the cores this process
-    may run on."""
+    may run on (its affinity mask; in a Slurm job step no more than the task's CPUs)."""
     raw = os.environ.get(CPU_DEVICES, "").strip()
     if not raw:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
+        return min(cores, slurm_task_cpus() or cores)
     if not raw.isdigit() or int(raw) < 1:
         raise ConfigError(f"{CPU_DEVICES}={raw!r}: set it to a whole number of CPU devices >= 1 "
                           "(1: one device for the whole CPU), or unset it (one per core)")

@@ -179,14 +179,16 @@ LONG_FIRST = (
 
 
 JOBS_FILE = "tests/test_multihost.py"  # .ci/run's jobs pass collects this file alone
+SLURM_FILE = "tests/test_slurm.py"  # and its Slurm pass this one
 
 
 def pytest_collection_modifyitems(items):
-    strays = [i.nodeid for i in items
-              if i.get_closest_marker("jobs") and not i.nodeid.startswith(JOBS_FILE)]
-    if strays:
-        raise pytest.UsageError(f"{strays[0]}: a test marked `jobs` belongs in {JOBS_FILE}, "
-                                "the file .ci/run's jobs pass collects")
+    for marker, home in (("jobs", JOBS_FILE), ("slurm", SLURM_FILE)):
+        strays = [i.nodeid for i in items
+                  if i.get_closest_marker(marker) and not i.nodeid.startswith(home)]
+        if strays:
+            raise pytest.UsageError(f"{strays[0]}: a test marked `{marker}` belongs in {home}, "
+                                    f"the file .ci/run's {marker} pass collects")
     rank = lambda item: next((i for i, name in enumerate(LONG_FIRST) if name in item.nodeid),
                              len(LONG_FIRST))
     items.sort(key=rank)  # stable: the others keep their order

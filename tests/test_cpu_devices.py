@@ -58,3 +58,30 @@ def test_cli_refuses_a_bad_count_in_one_line(tmp_path):
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and CPU_DEVICES in lines[0], out.stderr
     assert not (tmp_path / "out").exists() and not (tmp_path / "ck").exists()
+
+
+@pytest.mark.parametrize("env, cpus", [
+    ({}, None),  # not in a Slurm job step
+    ({"SLURM_STEP_ID": "0", "SLURM_CPUS_PER_TASK": "3", "SLURM_CPUS_ON_NODE": "8"}, 3),
+    # srun -n 2 on a 2-CPU node, no -c: each task's share
+    ({"SLURM_STEP_ID": "0", "SLURM_CPUS_ON_NODE": "2", "SLURM_STEP_TASKS_PER_NODE": "2"}, 1),
+    ({"SLURM_STEP_ID": "0", "SLURM_CPUS_ON_NODE": "16", "SLURM_STEP_TASKS_PER_NODE": "2(x3),4",
+      "SLURM_NODEID": "3"}, 4),
+    ({"SLURM_STEP_ID": "0", "SLURM_CPUS_ON_NODE": "16", "SLURM_STEP_TASKS_PER_NODE": "2(x3),4",
+      "SLURM_NODEID": "1"}, 8),
+    ({"SLURM_STEP_ID": "0", "SLURM_CPUS_ON_NODE": "1", "SLURM_STEP_TASKS_PER_NODE": "2"}, 1),
+    ({"SLURM_STEP_ID": "0", "SLURM_STEP_TASKS_PER_NODE": "junk"}, None),
+])
+def test_a_slurm_task_gets_a_device_per_cpu_it_was_given(env, cpus):
+    from lgjax.runtime import slurm_task_cpus
+
+    assert slurm_task_cpus(env) == cpus
+
+
+def test_a_slurm_task_count_caps_the_affinity_mask(monkeypatch):
+    monkeypatch.delenv(CPU_DEVICES)
+    monkeypatch.setenv("SLURM_STEP_ID", "0")
+    monkeypatch.setenv("SLURM_CPUS_PER_TASK", "1")
+    assert cpu_device_count() == 1
+    monkeypatch.setenv("SLURM_CPUS_PER_TASK", "1000")  # never more than the mask
+    assert cpu_device_count() == len(os.sched_getaffinity(0))

@@ -2,8 +2,9 @@
 
 Process 1 of a job is killed from outside (SIGKILL) once step 4 is committed: the launcher
 fails with one line and stops process 0, and every committed checkpoint restores here, in one
-process, equal to the 1-process 4-device run's. Resumed as a whole, the job finishes equal to
-that run seed for seed (params to 1e-6, accuracies identical).
+process, equal to the 1-process 4-device run's. Resumed, then stopped by SIGTERM to the launcher
+(every process saves and exits 75), then resumed again, the job finishes equal to that run seed
+for seed (params to 1e-6, accuracies identical).
 """
 
 import json
@@ -102,6 +103,23 @@ def test_two_process_job_killed_resumed_equals_one_process(tmp_path):
     for step, states in committed.items():
         chex.assert_trees_all_close(states, reference[step], atol=1e-6)
 
+    # resumed, then stopped: SIGTERM to the launcher reaches every process, which all commit a
+    # checkpoint at one chunk boundary and exit 75, as the launcher does
+    stopped = cli(*LAUNCH, *TINY, *where(tmp_path, "two"), "--resume")
+    next_step = min(s for s in reference if s > max(committed))
+    deadline = time.monotonic() + TIMEOUT
+    while not (run_dir / str(next_step)).is_dir() and stopped.poll() is None \
+            and time.monotonic() < deadline:
+        time.sleep(0.005)
+    stopped.send_signal(signal.SIGTERM)
+    _, err = finish(stopped)
+    assert stopped.returncode == 75, err[-2000:]
+    assert err.strip().splitlines()[-1] == (
+        "lgjax launch: every process stopped on a signal with its checkpoint committed; rerun "
+        "with --resume to continue"), err[-2000:]
+    assert "lgjax multiseed: stopped by SIGTERM at step " in err and "Traceback" not in err
+    assert next_step <= max(restore_all(run_dir)) < STEPS
+
     resumed = cli(*LAUNCH, *TINY, *where(tmp_path, "two"), "--resume")
     out, err = finish(resumed)
     assert resumed.returncode == 0, err[-2000:]
@@ -174,3 +192,4 @@ def test_grid_program_over_two_processes_killed_resumed_equals_one_process(tmp_p
                  for name in ("two", "one"))
     for field in ("train_acc", "lg", "acc_all", "seeds", "tasks"):
         assert got[field] == want[field], field
+

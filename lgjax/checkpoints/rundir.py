@@ -289,7 +289,10 @@ class RunDir:
         return (self.steps() or [None])[-1]
 
     def needs_save(self, step: int) -> bool:
-        """True when `step` has no checkpoint, or only one found damaged (or a stray folder)."""
+        """True when `step` has no checkpoint, or only one found damaged (or a stray folder);
+        False for the step whose save is in flight."""
+        if step == self._pending:
+            return False
         return step in self.damaged or step in self.strays or not (self.path / str(step)).exists()
 
     def save(self, step: int, states: train.TrainState) -> None:
@@ -335,6 +338,16 @@ class RunDir:
         del self.damaged[step]
         with _quiet_orbax():
             self.manager.reload()
+
+    def discard_committed(self, steps: list[int]) -> None:
+        """Delete intact steps (a stopped run's unscheduled checkpoints) once every save in
+        flight has committed, so a newer step is on disk before they go."""
+        self._finish_pending()
+        for step in steps:
+            self.damaged.setdefault(step, "unscheduled")
+            self._discard(step)
+        if is_leader():
+            self.digests.prune(self.steps())
 
     def _move_aside(self, step: int) -> None:
         """A stray folder by the name of a step about to be saved: kept, renamed."""

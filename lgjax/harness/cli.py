@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     every = commands()
     if len(argv) >= 2 and f"{argv[0]}-{argv[1]}" in every:  # `lgjax contract lab` spelling
         argv = [f"{argv[0]}-{argv[1]}", *argv[2:]]
-    from lgjax.errors import EXPECTED, one_line, runtime_failure
+    from lgjax.errors import EXPECTED, Preempted, one_line, runtime_failure
 
     debug = "--debug" in split_rest(argv)[0] or os.environ.get("LGJAX_DEBUG") == "1"
     command = next((a for a in argv if a in every), "")
@@ -164,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
         cfg = build_config(module, args, rest)
         split_cpu_into_devices()
         maybe_initialize_distributed()
+        from lgjax import preemption
+
+        preemption.install()  # after joining the job: replaces jax.distributed's SIGTERM handler
         enable_compile_cache()
         if hasattr(module, "main"):
             code = module.main(cfg)
@@ -173,6 +176,18 @@ def main(argv: list[str] | None = None) -> int:
             from lgjax.harness.study import run_study
 
             run_study(module, cfg)
+    except Preempted as err:
+        print(f"lgjax {command}: {err} (exit {err.exit_code})", file=sys.stderr)
+        from lgjax import preemption
+
+        preemption.leave_job(err.exit_code)  # (a job of several processes exits there)
+        return err.exit_code
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print(f"lgjax {command}: interrupted; every committed checkpoint is kept (rerun with "
+              "--resume to continue)", file=sys.stderr)
+        return 130
     except Exception as err:  # noqa: BLE001 -- only the expected kinds become one line
         failure = ((one_line(err), getattr(err, "exit_code", 2)) if isinstance(err, EXPECTED)
                    else runtime_failure(err))

@@ -4,7 +4,9 @@ Each process is a simulated host with its own CPU devices; together they form on
 jax.distributed job with the coordinator on 127.0.0.1 (a free port), exactly as on a cluster
 where the cluster's launcher starts the same command on every host. Process 0's output is
 shown; the others' goes to log files. When any process fails the others are stopped and the
-job fails with one line naming the process, its exit status and its log.
+job fails with one line naming the process, its exit status and its log. SIGTERM and SIGUSR1 to
+the launcher are passed on to every process (lgjax.preemption: each saves and exits 75), and
+the launcher exits 75 once all have.
 Command: lgjax launch --processes 2 --devices-per-process 2 -- multiseed --seeds 8
 """
 
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lgjax.config import ConfigError
+from lgjax.errors import Preempted
 
 POLL_SECONDS = 0.2
 STOP_SECONDS = 2.0  # SIGTERM first, SIGKILL after this: a process blocked in a collective
@@ -84,10 +87,17 @@ def stop(procs: list[subprocess.Popen]) -> None:
 
 def wait_all(procs: list[subprocess.Popen], logs: list[Path | None]) -> tuple[str, int] | None:
     """None once every process has succeeded; at the first failure, after stopping the others,
-    one line naming the process, its exit status and its log, and that exit status."""
+    one line naming the process, its exit status and its log, and that exit status. A process
+    that stopped on a signal with its checkpoint saved (EXIT_PREEMPTED) is no failure: the
+    others stop at the same chunk boundary and are waited for, not killed mid-save."""
     while True:
         codes = [p.poll() for p in procs]
-        failed = next((i for i, c in enumerate(codes) if c not in (None, 0)), None)
+        if None not in codes and Preempted.exit_code in codes and set(codes) <= {
+                0, Preempted.exit_code}:
+            return ("every process stopped on a signal with its checkpoint committed; rerun "
+                    "with --resume to continue", Preempted.exit_code)
+        failed = next((i for i, c in enumerate(codes)
+                       if c not in (None, 0, Preempted.exit_code)), None)
         if failed is not None:
             stop(procs)
             code, log = codes[failed], logs[failed]
@@ -109,6 +119,16 @@ def main(cfg: Config) -> int:
     logs = [None] + [log_dir / f"process-{i}.log" for i in range(1, cfg.processes)]
     argv = [sys.executable, "-m", "lgjax", *cfg.command]
     procs = []  # filled as they start, so that all can be stopped
+
+    def forward(signum, _frame):  # a scheduler's stop notice: every process saves and stops
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signum)
+
+    from lgjax.preemption import STOP_SIGNALS
+
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, forward)
     try:
         for i, log in enumerate(logs):  # no log: process 0 shares our stdout/stderr
             with contextlib.nullcontext() if log is None else log.open("w") as out:
@@ -120,7 +140,8 @@ def main(cfg: Config) -> int:
         failure = wait_all(procs, logs)
         if failure is not None:
             print(f"lgjax launch: {failure[0]}", file=sys.stderr)
-            return 2 if failure[1] == 2 else 1  # 2: the command refused its input, as alone
+            # 2: the command refused its input, as alone; EXIT_PREEMPTED: stopped and saved
+            return failure[1] if failure[1] in (2, Preempted.exit_code) else 1
     except KeyboardInterrupt:
         stop(procs)
         print("lgjax launch: interrupted; stopped every process", file=sys.stderr)

@@ -34,7 +34,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from lgjax.errors import EXPECTED, Relayed, one_line, runtime_failure
+from lgjax.errors import EXPECTED, Preempted, Relayed, one_line, runtime_failure
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,8 @@ def run(lanes: list[Lane], jobs: int) -> dict[str, dict[str, float]]:
     pending, running, walls = list(range(len(steps))), {}, {}
     failure = None
     with futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_setup,
-                                     initargs=(list(plugins.LOADED), cache)) as pool:
+                                     initargs=(list(plugins.LOADED), cache)) as pool, \
+            _stopping_workers(pool):
         while pending or running:
             while failure is None and len(running) < jobs:
                 i = next_step(pending, list(running.values()), claims, rank)
@@ -183,6 +184,22 @@ def run(lanes: list[Lane], jobs: int) -> dict[str, dict[str, float]]:
                          if lane_of[i] is lane and i in walls} for lane in lanes}
 
 
+@contextlib.contextmanager
+def _stopping_workers(pool):
+    """A stop signal that reached this process alone (`kill PID`; a scheduler signals every
+    process) is passed on to the workers, so each stops its step at a chunk boundary with a
+    checkpoint before the pool is shut down, rather than training it to the end."""
+    try:
+        yield
+    except Preempted:
+        import signal
+
+        for proc in list(getattr(pool, "_processes", None) or {}):
+            with contextlib.suppress(OSError):
+                os.kill(proc, signal.SIGTERM)
+        raise
+
+
 def _show(step, logs: Path, study: str, outcome: tuple) -> None:
     out, err = log_paths(logs, step)
     status = f"{outcome[1]:.0f} s" if outcome[0] == "ok" else "failed"
@@ -202,8 +219,9 @@ def _cache_dir() -> str | None:
 def _setup(plugin_modules: list[str], cache: str | None) -> None:
     """A worker starts as the CLI does: plugins first, the CPU split, the same cache; on a GPU
     it shares the device with the other workers."""
-    from lgjax import plugins, runtime
+    from lgjax import plugins, preemption, runtime
 
+    preemption.install(defer=True)  # a stop signal ends the step at a chunk boundary, saved
     runtime.share_accelerator()
     plugins.load(plugin_modules)
     runtime.split_cpu_into_devices()
@@ -218,6 +236,8 @@ def _run_step(step, out_path: str, err_path: str) -> tuple:
     with open(out_path, "w") as out, open(err_path, "w") as err, _redirected(out, err):
         try:
             run_step(step)
+        except Preempted as e:  # stopped and saved: the parent exits 75 with this line
+            return ("expected", str(e), e.exit_code)
         except Exception as e:  # noqa: BLE001 -- sent back to the parent as one line
             failure = (one_line(e), 2) if isinstance(e, EXPECTED) else runtime_failure(e)
             if failure is not None:

@@ -50,6 +50,13 @@ def check(cfg: Config, name: str, recipe: recipes.Recipe) -> Path:
 
 
 def main(cfg: Config) -> int:
+    import jax
+
+    if jax.process_count() > 1:  # (found late otherwise: after the runs it can split trained)
+        raise ConfigError(f"profile runs in one process, not a job of {jax.process_count()}: "
+                          "some of its instruments train or measure a single seed, which the "
+                          "job's processes cannot split; run it without srun/lgjax launch "
+                          "(LGJAX_DISTRIBUTED unset)")
     if cfg.encoding not in ENCODINGS:
         raise ConfigError(f"encoding: unknown encoding {cfg.encoding!r}; choose from "
                           f"{sorted(ENCODINGS)} (a plugin's: pass --plugin with its module)")
