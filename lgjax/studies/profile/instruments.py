@@ -56,7 +56,7 @@ def alpha(name: str, recipe: Recipe, options=None) -> dict:
     if enc.kind == "content" and enc.positional_restriction is not None:
         base, base_options, label = enc.positional_restriction(options or enc.options())
         return alpha(base, recipe, base_options) | {"restriction": label}
-    why = G.alpha_undefined(name)
+    why = A.alpha_undefined(name)
     if why is not None:
         return {"undefined": why}
     cfg = A.Config(encodings=(name,), steps=recipe.alpha_steps, sweep_nums=(16,),

@@ -75,9 +75,23 @@ class Config:
         return R.Recipe(**{f.name: getattr(self, f.name) for f in fields(R.Recipe)})
 
 
-def check(cfg: Config) -> None:
-    from lgjax.studies.realizability.generic_head import alpha_undefined
+def alpha_undefined(name: str) -> str | None:
+    """None where alpha_L is defined for the encoding; otherwise the one line that says why not.
+    alpha_L scores a positional-only head; a content-aware encoding's positional term reads
+    queries, keys or token states, and no positional restriction of one is registered, so its
+    behaviours would read as no position at all (NoPE's constant feature): a silent zero."""
+    enc = ENCODINGS[name]
+    if enc.kind != "content":
+        return None
+    why = (f"alpha_L undefined for {name}: it is defined on a positional-only head, and a "
+           "content-aware encoding's positional term reads queries, keys or token states")
+    if enc.positional_restriction is None:
+        return why + " (no positional restriction of it is defined here)"
+    label = enc.positional_restriction(enc.options())[2]
+    return why + f"; `lgjax profile {name}` reports alpha_L {label}"
 
+
+def check(cfg: Config) -> None:
     for enc in (*cfg.encodings, *cfg.scale_encodings):
         why = alpha_undefined(enc) if enc in ENCODINGS else None
         require(why is None, "encodings", str(why))

@@ -163,24 +163,10 @@ def _dedup(X_LxLxP, causal) -> np.ndarray:
     return np.array(sorted(p for p in idx if np.abs(cols[p]).max() > 0), int)
 
 
-def alpha_undefined(name: str) -> str | None:
-    """None where alpha_L is defined for the encoding; otherwise the one line that says why not.
-    alpha_L scores a positional-only head; a content-aware encoding's positional term reads
-    queries, keys or token states, and no positional restriction of one is registered, so its
-    behaviours would read as no position at all (NoPE's constant feature): a silent zero."""
-    enc = ENCODINGS[name]
-    if enc.kind != "content":
-        return None
-    why = (f"alpha_L undefined for {name}: it is defined on a positional-only head, and a "
-           "content-aware encoding's positional term reads queries, keys or token states")
-    if enc.positional_restriction is None:
-        return why + " (no positional restriction of it is defined here)"
-    label = enc.positional_restriction(enc.options())[2]
-    return why + f"; `lgjax profile {name}` reports alpha_L {label}"
-
-
 def generic_head(name: str, options, m: int, L: int, seed: int = 0) -> GenericHead:
     """The generic head of encoding `name` with `options` at width m over positions 0..L-1."""
+    from lgjax.studies.realizability.alpha import alpha_undefined
+
     why = alpha_undefined(name)
     if why is not None:
         raise ConfigError(why)
