@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from lgjax.harness import cli
+from lgjax.profile import card, command, instruments, recipes, reference, summary
 from lgjax.runs import open_run
-from lgjax.studies.profile import card, command, instruments, recipes, reference, summary
 from lgjax.studies.realizability import alpha as A
 from lgjax.studies.realizability import generic_head as G
 from lgjax.studies.realizability import score as R

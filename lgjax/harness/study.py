@@ -29,7 +29,7 @@ from lgjax.checkpoints.integrity import write_atomic
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.devices import check_memory, is_leader, seed_mesh, to_host
 from lgjax.harness import provenance, ranges
-from lgjax.harness.commands import commands
+from lgjax.harness.declare import COMMAND_OF
 from lgjax.harness.outputs import check_utf8, check_writable, jsonable
 from lgjax.harness.ranges import option
 from lgjax.validation import validate
@@ -151,8 +151,8 @@ def options(cfg) -> RunOptions:
 
 def name_of(module: ModuleType) -> str:
     """The command that runs the module, as results/<name> spells it (realizability_train)."""
-    named = [n for n, c in commands().items() if c.module == module.__name__]
-    return (named[0] if named else module.__name__.rsplit(".", 1)[-1]).replace("-", "_")
+    named = COMMAND_OF.get(module.__name__, module.__name__.rsplit(".", 1)[-1])
+    return named.replace("-", "_")
 
 
 def out_dir(module: ModuleType, cfg) -> Path:

@@ -31,6 +31,7 @@ import jax
 
 from lgjax import runtime
 from lgjax.config import ConfigError
+from lgjax.harness.declare import Step, run_devices
 from lgjax.harness.outputs import check_writable, read_result
 from lgjax.harness.ranges import option
 from lgjax.harness.study import RunOptions, hook, preflight
@@ -60,32 +61,6 @@ class Config:
     # continue runs a stopped reproduction left unfinished (finished runs are reused, and so is
     # a step's results.json that this code wrote for its config from runs that are finished)
     resume: bool = False
-
-
-@dataclass(frozen=True)
-class Step:
-    """One command run of a reproduction: its results land at out/results.json (or
-    report.json) and are read as results[experiment] (key "") or results[experiment][key]."""
-
-    experiment: str
-    key: str
-    module: object
-    config: object
-    out: Path
-    part_of: str = ""  # the declared experiment it serves, when its own name is not one
-    # a share of the step of the same experiment and key after it (the module's `parts`), run
-    # beside the other shares under --jobs N; the step then reads what they saved
-    piece: str = ""
-
-
-def run_devices(cfg: Config) -> int:
-    """--devices, where 0 means every device that divides the seed count, except at --quick:
-    one device. Quick runs are compile-bound and tiny, and a program split over devices
-    compiles slower than it then runs faster: `reproduce implicit-bias --quick` from an empty
-    compilation cache took 154 s on one device and 189 s split over the two CPU devices of a
-    2-core machine (2026-12-02; that machine's spread at this size is large: an hour later 204 s
-    with one CPU device, 194 s with two and the quick runs on one)."""
-    return cfg.devices or (1 if cfg.quick else 0)
 
 
 def run_jobs(cfg: Config) -> int:

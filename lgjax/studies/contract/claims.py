@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lgjax.reproduce.claims import Measured, NotRun, Stat, every_cell, fixed, get
+from lgjax.claims import Measured, NotRun, Stat, every_cell, fixed, get
 from lgjax.studies.contract import verdicts as V
 
 LABELS = {m: (m,) for m in ("shift_error", "out_of_table", "collisions", "monotonic_breaks")}

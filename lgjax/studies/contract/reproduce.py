@@ -24,7 +24,7 @@ QUICK_RUN_CHANGES = {"fast_compile": False}
 
 
 def steps(cfg, root: Path, quick_run) -> list:
-    from lgjax.reproduce.command import Step, run_devices
+    from lgjax.harness.declare import Step, run_devices
 
     out = Path(cfg.out)
     plan = []

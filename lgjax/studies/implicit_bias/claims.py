@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from lgjax.reproduce.claims import (
+from lgjax.claims import (
     Expectation,
     Measured,
     NotRun,
+    Outcome,
     dig,
     every_cell,
     fixed,
@@ -26,6 +27,24 @@ from lgjax.reproduce.claims import (
     summary,
 )
 
+LABELS = {  # a clause's leading label -> the published components it speaks about
+    "carrier": ("carrier_frac",), "alpha": ("alpha",), "c": ("c",), "R^2": ("R2",),
+    "ratios": ("g1_g0", "max_g_s4"), "accuracy": ("acc48", "in_range", "acc_range"),
+    "accuracies": ("ood_acc", "interp_acc"), "norms": ("norm_in", "norm_out"),
+    "pin": ("pin_mean_sd",), "selection": ("selected", "selects"), "peaks": ("peaks",),
+}
+FORMS = {r"fails \(well below RoPE\)": "fails"}  # this file's own tolerance form, beside the shared
+FAIL_FRACTION = 0.5  # "fails (well below RoPE)": its best accuracy at most half RoPE's worst
+
+
+def _fails(rule, name, pub, st, ctx) -> Outcome:
+    best, worst_ref = max(st.cells), min(ctx["reference"].cells)
+    ok = best <= FAIL_FRACTION * worst_ref
+    return Outcome(name, ok, f"best {best:.3g} {'<=' if ok else '>'} {FAIL_FRACTION:g} x "
+                             f"RoPE's worst {worst_ref:.3g}")
+
+
+RULES = {"fails": _fails}
 TRAIN_RANGE = (8, 16)  # spec: every experiment read here trains on lengths [8, 16]
 SPANS = {"inside": lambda L: TRAIN_RANGE[0] <= L <= TRAIN_RANGE[1],  # evaluation lengths
          "beyond": lambda L: L > TRAIN_RANGE[1]}

@@ -1,7 +1,7 @@
 """Measurements behind the realizability claims (realizability.json, beside this module).
 
 REGISTRY maps each claim id to a function of the results dicts {experiment: results} that
-returns the measured components (lgjax.reproduce.claims.Measured):
+returns the measured components (lgjax.claims.Measured):
   realizability-alpha   the alpha study's results.json (L0 = 20, every selection and sweep);
   realizability-train   the trained grid's results.json (programs per tier x encoding);
   realizability-report  realizability-report's report.json (per-seed rows with alpha, the
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lgjax.reproduce.claims import Measured, NotRun, every_cell, fixed, get, over_seeds, summary
+from lgjax.claims import Measured, NotRun, every_cell, fixed, get, over_seeds, summary
 from lgjax.studies.realizability import report as R
 from lgjax.studies.realizability import stats
 

@@ -59,7 +59,7 @@ def _replace(config, over: dict):
 
 
 def steps(cfg, root: Path, quick_run) -> list:
-    from lgjax.reproduce.command import Step, run_devices
+    from lgjax.harness.declare import Step, run_devices
 
     out, chosen = Path(cfg.out), tiers(cfg)
     quick = QUICK if cfg.quick else {}

@@ -20,7 +20,7 @@ from lgjax.config import ConfigError
 from lgjax.encodings import ENCODINGS
 from lgjax.harness.outputs import check_writable
 from lgjax.harness.ranges import option
-from lgjax.studies.profile import card, instruments, options, recipes, reference, summary
+from lgjax.profile import card, instruments, options, recipes, reference, summary
 
 
 @dataclass(frozen=True)

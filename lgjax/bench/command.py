@@ -258,7 +258,7 @@ def main(cfg: Config) -> dict:
           f"{gr['gflop_per_cell_step']:.3f} GFLOP: {100 * gr['peak_fraction']:.0f}% of the "
           f"matmul peak {peak:.1f}")
     if cfg.table1:
-        from lgjax.harness import fixed_costs
+        from lgjax.bench import fixed_costs
 
         t1 = summary["table1"] = fixed_costs.measure()
         summary["table1_seconds"] = t1["wall_s"]

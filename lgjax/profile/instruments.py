@@ -19,13 +19,13 @@ from lgjax.encodings import ENCODINGS
 from lgjax.harness import study
 from lgjax.harness.outputs import jsonable
 from lgjax.harness.study import RunOptions, run_study
+from lgjax.profile.recipes import Recipe
+from lgjax.profile.summary import CONTRACT
 from lgjax.runs import open_run
 from lgjax.studies.contract import lab
 from lgjax.studies.contract import scores as contracts
 from lgjax.studies.contract import train as contract_train
 from lgjax.studies.implicit_bias import multiseed, prop1
-from lgjax.studies.profile.recipes import Recipe
-from lgjax.studies.profile.summary import CONTRACT
 from lgjax.studies.realizability import alpha as A
 from lgjax.studies.realizability import generic_head as G
 from lgjax.studies.realizability import train as rtrain
