@@ -78,7 +78,7 @@ def test_a_saved_flat_program_is_recognised_as_finished(tmp_path, capsys):
                     name=name, layout="flat", run=run)
     saved = json.loads((DATA / "legacy_program" / "results.json").read_text())
     assert rt.runs(cfg) == {}  # measured: nothing to train
-    assert run_study(rt, cfg)["programs"] == [saved]
+    assert run_study(rt.STUDY, cfg)["programs"] == [saved]
     assert "1L1H rope" in capsys.readouterr().out
     path = rt.program_dir(cfg, "1L1H", "rope")
     other = rt.program_grid(dataclasses.replace(cfg, rope_scale=0.1), "1L1H", "rope")
@@ -88,5 +88,5 @@ def test_a_saved_flat_program_is_recognised_as_finished(tmp_path, capsys):
     # measured at 1024 sequences, no checkpoint left: another evaluation is refused, not retrained
     fewer = dataclasses.replace(cfg, run=dataclasses.replace(run, eval_sequences=512))
     with pytest.raises(ConfigError, match="no final checkpoint to measure again"):
-        run_study(rt, fewer)
+        run_study(rt.STUDY, fewer)
     assert json.loads((path / "results.json").read_text()) == saved

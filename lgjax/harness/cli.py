@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from lgjax.harness.study import run_study
 
-            run_study(module, cfg)
+            run_study(module.STUDY, cfg)
     except Exception as err:  # noqa: BLE001 -- only the expected kinds become one line
         failure = ((one_line(err), getattr(err, "exit_code", 2)) if isinstance(err, EXPECTED)
                    else runtime_failure(err))

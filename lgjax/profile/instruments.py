@@ -59,7 +59,7 @@ def alpha(name: str, recipe: Recipe, options=None) -> dict:
 
 def _quiet_study(module, cfg) -> dict:
     with contextlib.redirect_stdout(io.StringIO()):  # the card prints the numbers
-        return run_study(module, cfg)
+        return run_study(module.STUDY, cfg)
 
 
 def _run(seeds: int, steps: int, batch: int, eval_sequences: int, results: Path, ckpt: Path,
@@ -99,10 +99,10 @@ def cm_config(name: str, recipe: Recipe, out: Path, M: int = 0, **over) -> contr
 def preflight(name: str, recipe: Recipe, out: Path, M: int = 0) -> None:
     """Every check of the trained instruments' runs, before anything trains or is written."""
     for cfg in ib_configs(name, recipe, out, M).values():
-        study.preflight(multiseed, cfg)
-    study.preflight(rtrain, rz_config(name, recipe, out, M))
+        study.preflight(multiseed.STUDY, cfg)
+    study.preflight(rtrain.STUDY, rz_config(name, recipe, out, M))
     if recipe.contract_matrix:
-        study.preflight(contract_train, cm_config(name, recipe, out, M))
+        study.preflight(contract_train.STUDY, cm_config(name, recipe, out, M))
 
 
 def carrier(run_dir: str, L: int) -> dict:

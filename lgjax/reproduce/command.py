@@ -34,7 +34,7 @@ from lgjax.config import ConfigError
 from lgjax.harness.declare import Step, run_devices
 from lgjax.harness.outputs import check_writable, read_result
 from lgjax.harness.ranges import option
-from lgjax.harness.study import RunOptions, hook, preflight
+from lgjax.harness.study import RunOptions, preflight
 from lgjax.reproduce import claims, cost, jobs
 from lgjax.reproduce import report as reproduce_report
 from lgjax.reproduce.jobs import run_step
@@ -115,7 +115,8 @@ def pieces(step: Step) -> list[Step]:
     side by side (one small program leaves most of a GPU idle) instead of one after another in
     one step that would end the reproduction alone."""
     shares = []
-    for key, config in hook(step.module, "parts")(step.config).items():
+    parts = step.module.STUDY.parts(step.config) if hasattr(step.module, "STUDY") else {}
+    for key, config in parts.items():
         out = step.out / "parts" / key
         config = dataclasses.replace(config, run=dataclasses.replace(config.run, out=str(out)))
         shares.append(dataclasses.replace(step, config=config, out=out, piece=key))
@@ -185,8 +186,8 @@ def prepare(cfg: Config) -> Prepared:
     n_jobs = run_jobs(cfg)
     planned = plan(dataclasses.replace(cfg, progress=cfg.progress and n_jobs == 1), root, names)
     for step in planned:
-        if hasattr(step.module, "runs"):  # a harness command; the others read what these write
-            preflight(step.module, step.config)
+        if hasattr(step.module, "STUDY"):  # a study; the others read what these write
+            preflight(step.module.STUDY, step.config)
     running = {jobs.label_of(s) for s in planned}
     load_results([s for s in every if jobs.label_of(s) not in running])  # read, not rewritten
     return Prepared(cfg, claim_set, experiments, every, planned, min(n_jobs, len(planned)) or 1)
@@ -229,7 +230,7 @@ def conclude(prepared: Prepared, walls: dict[str, float], elapsed: float, n_jobs
     reduced = cfg.quick or any(r.get("reduced") for r in results.values())
     dirs = {s.experiment: s.out for s in prepared.every if not s.key}
     spent = cost.of_steps(walls, {jobs.label_of(s): step_result(s, results)
-                                  for s in prepared.planned if hasattr(s.module, "runs")})
+                                  for s in prepared.planned if hasattr(s.module, "STUDY")})
     text = reproduce_report.write_report(verdicts, results, reproduce_report.figures_in(dirs),
                                          cfg.out, reduced, cfg.study, spent)
     print(text)

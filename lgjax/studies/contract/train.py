@@ -28,7 +28,7 @@ from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig
 from lgjax.encodings import ENCODINGS, AlibiOptions, ApeOptions, RelClipOptions
 from lgjax.harness import study
 from lgjax.harness.ranges import option
-from lgjax.harness.study import RunOptions, Trained
+from lgjax.harness.study import RunOptions, Study, Trained
 from lgjax.studies.contract import measure as contract_measure
 from lgjax.studies.contract import render
 from lgjax.studies.contract.tasks import CONTRACT_TASKS
@@ -130,3 +130,7 @@ def on_trained(cfg: Config, name: str, t: Trained) -> None:
 table = render.render  # the whole report (also written as report.md)
 figure = render.figure
 write_extra = render.write_markdown
+
+
+STUDY = Study(__name__, Config, runs, measure, table, check=check, eval_lengths=eval_lengths,
+              on_trained=on_trained, parts=parts, write_extra=write_extra, figure=figure)

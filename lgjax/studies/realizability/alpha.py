@@ -24,6 +24,7 @@ import numpy as np
 
 from lgjax.config import require
 from lgjax.harness.ranges import option
+from lgjax.harness.study import Study
 from lgjax.studies.realizability import score as R
 from lgjax.studies.realizability.score import TASK_NAMES
 
@@ -327,3 +328,6 @@ def _mark(row) -> str:
     if row["acc_L0"] is None:
         return " def"
     return "*" if "not realized at L0" in row["flags"] else ""
+
+
+STUDY = Study(__name__, Config, runs, measure, table, check=check, figure=figure)

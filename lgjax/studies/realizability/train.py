@@ -35,7 +35,7 @@ from lgjax.config import ConfigError, ModelConfig, TrainConfig
 from lgjax.devices import is_leader
 from lgjax.encodings import AlibiOptions, ApeOptions, RopeOptions
 from lgjax.harness.ranges import option
-from lgjax.harness.study import RunOptions, Trained
+from lgjax.harness.study import RunOptions, Study, Trained
 from lgjax.studies.realizability import score as R
 
 ENCODING_OPTIONS = {  # Config -> the options an encoding trains with (the rest: defaults)
@@ -235,3 +235,7 @@ def table(result: dict) -> str:
                          + " ".join(f"{x:5.3f}" for x in lg)
                          + f" | {np.mean(np.asarray(p['acc_all'][i])[:, -1]):5.3f}")
     return "\n".join(lines[1:])
+
+
+STUDY = Study(__name__, Config, runs, measure, table, check=check, eval_lengths=eval_lengths,
+              on_trained=on_trained, measured_runs=measured_runs, parts=parts)
