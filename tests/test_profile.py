@@ -118,7 +118,7 @@ def test_the_card_shows_the_key_carrier_fraction_of_a_rotary_part():
     # the encoding's own ranges (those every run config is validated against)
     (["profile", "rope", "--set", "scale=0"], "model.enc.scale: must be > 0"),
     (["profile", "rope", "--set", "scale=-2"], "model.enc.scale: must be > 0"),
-    (["profile", "rope", "--set", "base=inf"], "model.enc.base: must be > 1 and finite"),
+    (["profile", "rope", "--set", "base=inf"], "model.enc.base: must be a finite number > 1"),
     (["profile", "rope", "--set", "base=500,base=600"], "--set base: given twice"),
     (["profile", "alibi", "--set", "slope=nan"], "model.enc.slope"),
     (["profile", "sinusoidal", "--set", "base=0"], "model.enc.base"),

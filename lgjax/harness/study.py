@@ -114,6 +114,14 @@ def run_config(cfg, task: TaskConfig, model: ModelConfig, **train) -> RunConfig:
     return RunConfig(task, model, TrainConfig(**shared | train))
 
 
+def product_parts(cfg, outer: str, inner: str) -> dict[str, Any]:
+    """`parts` of a command whose runs are the product of two tuple fields: one command per
+    pair ("a-b"), its config narrowed to that pair; {} when there is only one."""
+    split = {f"{a}-{b}": dataclasses.replace(cfg, **{outer: (a,), inner: (b,)})
+             for a in getattr(cfg, outer) for b in getattr(cfg, inner)}
+    return split if len(split) > 1 else {}
+
+
 def seeds(cfg) -> tuple[int, ...]:
     return tuple(range(cfg.run.seeds))
 

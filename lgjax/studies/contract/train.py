@@ -20,7 +20,6 @@ offset task; ALiBi helps local copying and loses far ordered updates; RoPE may m
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,7 +27,7 @@ from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig
 from lgjax.encodings import ENCODINGS, AlibiOptions, ApeOptions, RelClipOptions
 from lgjax.harness import study
 from lgjax.harness.ranges import option
-from lgjax.harness.study import RunOptions, Study, Trained
+from lgjax.harness.study import RunOptions, Study, Trained, product_parts
 from lgjax.studies.contract import measure as contract_measure
 from lgjax.studies.contract import render
 from lgjax.studies.contract.tasks import CONTRACT_TASKS
@@ -119,9 +118,7 @@ measure = contract_measure.measure_matrix  # (cfg, trained) -> the matrix's resu
 def parts(cfg: Config) -> dict[str, Config]:
     """One command per cell (task x scheme): on one accelerator several cells share it
     (`reproduce --jobs N`), and the whole matrix then reads their saved measurements."""
-    split = {f"{t}-{s}": dataclasses.replace(cfg, tasks=(t,), schemes=(s,))
-             for t in cfg.tasks for s in cfg.schemes}
-    return split if len(split) > 1 else {}
+    return product_parts(cfg, "tasks", "schemes")
 
 
 def on_trained(cfg: Config, name: str, t: Trained) -> None:
