@@ -49,8 +49,7 @@ class RunOptions:
     devices: int = option(0, ge=0)  # devices of the seed axis (0: all that divide the seed count)
     # randomized positional encodings: evaluation keeps positions 0..L-1
     random_positions: int = option(0, ge=0)  # M: train at sorted random positions in [0, M); 0 off
-    # compile at XLA -O0 (~4x faster to compile, ~3x slower to run): for short runs
-    fast_compile: bool = False
+    fast_compile: bool = False  # compile at XLA -O0: ~4x faster to compile, ~3x slower to run
 
 
 @dataclass(frozen=True)

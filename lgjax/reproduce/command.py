@@ -58,9 +58,9 @@ class Config:
     progress: bool = True  # progress bars
     devices: int = option(0, ge=0)  # seed-axis devices (0: all that divide the seeds; --quick: 1)
     jobs: int = option(0, ge=0)  # steps at once (0: one per core at --quick on a CPU, else 1)
-    # continue runs a stopped reproduction left unfinished (finished runs are reused, and so is
-    # a step's results.json that this code wrote for its config from runs that are finished)
-    resume: bool = False
+    # finished runs are reused, and so is a step's results.json that this code wrote for its
+    # config from runs that are finished
+    resume: bool = False  # continue the runs a stopped reproduction left unfinished
 
 
 def run_jobs(cfg: Config) -> int:
