@@ -180,7 +180,8 @@ def _first_line(err: BaseException, limit: int = 160) -> str:
 
 
 # how long a background save may take to commit: orbax's default (1200 s) counts wall time, so
-# a run stopped (SIGSTOP) for ~33 min during a save died at its next step (2026-12-04)
+# a run stopped (SIGSTOP, a suspended job) longer than that during a save would die at its next
+# step
 SAVE_TIMEOUT_S = 24 * 3600
 
 

@@ -1,5 +1,5 @@
 """lgjax profile ENCODING: one encoding through every study's instruments, beside the canonical
-encodings (issue 21).
+encodings.
 
   contract lab at init (no training) | alpha_L with the generic head (no training) |
   implicit bias: fixed offset K = 1, 2 (trained) | realizability: 1L1H over its tasks (trained)

@@ -18,8 +18,7 @@ from lgjax.studies.contract.claims import SETTINGS
 
 QUICK = {"train": {"probe_sequences": 64, "extend": (64,), "shifts": (4,)}}
 # the matrix's transformers at XLA's defaults even at --quick: their steps outweigh the
-# compilation (one RoPE cell, 300 steps x 2 seeds, empty compilation cache, 2-core AVX2 CPU,
-# 2026-12-04: trained in 23.0 s against 37.1 s with --fast-compile)
+# compilation (README, Performance: the measurements behind the defaults)
 QUICK_RUN_CHANGES = {"fast_compile": False}
 
 

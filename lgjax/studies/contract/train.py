@@ -5,13 +5,11 @@ seeds of a cell stacked in it, so the whole matrix resumes across processes (--r
 is one small transformer (2 layers, 4 heads, d = 64) whose encoding is the only thing a scheme
 changes; trained on lengths 8..32 with Adam (lr 1e-3, batch 64).
 Published scale (the defaults): 5 seeds, the spec's 3000 steps per cell, 512 evaluation
-sequences per length and seed. Measured on a 2-core AVX-512 CPU alone (2026-12-03): a cell
-(5 seeds stacked) trains 3000 steps in 305-479 s; 16 cells trained and all 24 measured in one
-run took 8430 s, so the matrix from scratch is ~3 h of this CPU (the spec estimated 1-2 h).
-17 of 24 cells are learnable at 3000 steps, 16 at 1500 (the earlier default; one verdict
-differs between the two, README). It resumes (--resume) from the last checkpoint (every 125
-steps); --steps 1500 halves the cost. Each cell is measured as it finishes and its measurement
-kept in its run directory (measure.CELL_FILE), so a rerun or a resumed job reads it back.
+sequences per length and seed: about 3 h of a 2-core CPU from scratch (README, Performance: the
+measurements behind the defaults). It resumes (--resume) from the last checkpoint (every 125
+steps); --steps 1500 halves the cost (one verdict differs between the two, README). Each cell
+is measured as it finishes and its measurement kept in its run directory (measure.CELL_FILE),
+so a rerun or a resumed job reads it back.
 Command: lgjax contract-train --ckpt-root /work/runs/contract --out results/contract --resume
 Expect (the predicted matrix, lgjax.studies.contract.verdicts.PREDICTIONS): absolute schemes win
 the named slot past the trained range; relative/rotary keep the answer under a PAD shift of the
