@@ -18,18 +18,6 @@ from lgjax.tasks import TASKS
 
 __all__ = ["ConfigError", "ModelConfig", "RunConfig", "TaskConfig", "TrainConfig", "require"]
 
-# How configs saved before the encodings owned their options spelled them: flat ModelConfig
-# fields, every encoding's on every model. Old name -> (encoding, option); a flat field of
-# another encoding than the model's never affected that model and is dropped on reading.
-FLAT_OPTIONS = {
-    "rope_base": ("rope", "base"), "rope_scale": ("rope", "scale"),
-    "alibi_slope": ("alibi", "slope"), "alibi_slopes": ("alibi", "slopes"),
-    "t5_buckets": ("t5", "buckets"), "t5_max_distance": ("t5", "max_distance"),
-    "rel_clip": ("relclip", "clip"), "sin_base": ("sinusoidal", "base"),
-    "ape_size": ("ape", "size"), "ape_oob": ("ape", "oob"), "ape_train_max": ("ape", "train_max"),
-}
-
-
 def _options(kind: str, registry: dict, name: str, given, field: str):
     """The entry's options: `given` if it is of the entry's options type, its defaults if None.
     An unknown name is validate()'s to report (None stays)."""
@@ -125,15 +113,12 @@ class TaskConfig:
 
     @staticmethod
     def from_dict(d: dict) -> TaskConfig:
-        """The JSON form, or the flat form of configs saved before the tasks owned their knobs
-        (every task's knobs on every task; those of other tasks never affected it)."""
+        """The JSON form (`saved`): the task's knobs under "opts"."""
         check_types(TaskConfig(), d, "task")
         entry = _known("task", TASKS, d["name"], "task.name")
-        known = {f.name for f in dataclasses.fields(entry.options)}
-        flat = {k: v for k, v in d.items() if k in known}
-        opts = d.get("opts", flat)
+        opts = d.get("opts", {})
         check_types(entry.options(), opts, "task.opts")
-        return TaskConfig(d["name"], d.get("vocab", 20), entry.options(**opts))
+        return TaskConfig(**d | {"opts": entry.options(**opts)})
 
 
 @dataclass(frozen=True)
@@ -156,16 +141,12 @@ class ModelConfig:
 
     @staticmethod
     def from_dict(d: dict) -> ModelConfig:
-        """The JSON form, or the flat form of configs saved before (see FLAT_OPTIONS)."""
+        """The JSON form (`saved`): the encoding's options under "enc"."""
         check_types(ModelConfig(), d, "model")
-        name = d["encoding"]
-        entry = _known("encoding", ENCODINGS, name, "model.encoding")
-        flat = {FLAT_OPTIONS[k][1]: v for k, v in d.items()
-                if k in FLAT_OPTIONS and FLAT_OPTIONS[k][0] == name}
-        fields = {k: v for k, v in d.items() if k not in FLAT_OPTIONS}
-        opts = d.get("enc", flat)
+        entry = _known("encoding", ENCODINGS, d["encoding"], "model.encoding")
+        opts = d.get("enc", {})
         check_types(entry.options(), opts, "model.enc")
-        return ModelConfig(**fields | {"enc": entry.options(**opts)})
+        return ModelConfig(**d | {"enc": entry.options(**opts)})
 
 
 @dataclass(frozen=True)
