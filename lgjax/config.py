@@ -81,6 +81,17 @@ def check_types(defaults, given: dict, where: str) -> None:
                               f"default is {want!r}); correct that field")
 
 
+def _from_saved(cls, d: dict, where: str, registry: dict, name: str, options: str):
+    """A config section `where` of a saved config (its JSON form), whose entry of `registry` is
+    named by its field `name` and whose entry's options are under `options`; every value's type
+    checked first."""
+    check_types(cls(), d, where)
+    entry = _known(registry.kind, registry, d[name], f"{where}.{name}")
+    opts = d.get(options, {})
+    check_types(entry.options(), opts, f"{where}.{options}")
+    return cls(**d | {options: entry.options(**opts)})
+
+
 def _known(kind: str, registry: dict, name: str, field: str):
     if name not in registry:
         raise ConfigError(f"{field}: unknown {kind} {name!r} in a saved config; this lgjax knows "
@@ -114,11 +125,7 @@ class TaskConfig:
     @staticmethod
     def from_dict(d: dict) -> TaskConfig:
         """The JSON form (`saved`): the task's knobs under "opts"."""
-        check_types(TaskConfig(), d, "task")
-        entry = _known("task", TASKS, d["name"], "task.name")
-        opts = d.get("opts", {})
-        check_types(entry.options(), opts, "task.opts")
-        return TaskConfig(**d | {"opts": entry.options(**opts)})
+        return _from_saved(TaskConfig, d, "task", TASKS, "name", "opts")
 
 
 @dataclass(frozen=True)
@@ -142,11 +149,7 @@ class ModelConfig:
     @staticmethod
     def from_dict(d: dict) -> ModelConfig:
         """The JSON form (`saved`): the encoding's options under "enc"."""
-        check_types(ModelConfig(), d, "model")
-        entry = _known("encoding", ENCODINGS, d["encoding"], "model.encoding")
-        opts = d.get("enc", {})
-        check_types(entry.options(), opts, "model.enc")
-        return ModelConfig(**d | {"enc": entry.options(**opts)})
+        return _from_saved(ModelConfig, d, "model", ENCODINGS, "encoding", "enc")
 
 
 @dataclass(frozen=True)
