@@ -224,7 +224,7 @@ def validate_rotary(m: ModelConfig, extra_dims: bool = False) -> None:
 def _validate_rope(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
     validate_rotary(m)
     require(finite(m.enc.scale) and m.enc.scale > 0, "model.enc.scale",
-            f"must be a finite number > 0 (1: the plain rotary angles), got {m.enc.scale}")
+            f"must be > 0 and finite (1: the plain rotary angles), got {m.enc.scale}")
 
 
 # ---- additive -----------------------------------------------------------------------------

@@ -113,7 +113,7 @@ def test_the_card_shows_the_key_carrier_fraction_of_a_rotary_part():
     (["--plugin", "no_such_module_xyz", "profile", "rope"], "--plugin no_such_module_xyz"),
     (["profile", "no_such_encoding"], "unknown encoding 'no_such_encoding'"),
     (["profile", "rope", "--set", "bse=2"], "--set: 'bse=2' is not key=value"),
-    (["profile", "rope", "--set", "base=0.5"], "model.enc.base: must be > 1"),
+    (["profile", "rope", "--set", "base=0.5"], "model.enc.base: must be a finite number > 1"),
     (["profile", "rope", "--random-positions", "60"], "--random-positions"),  # < 80 tested
     # the encoding's own ranges (those every run config is validated against)
     (["profile", "rope", "--set", "scale=0"], "model.enc.scale: must be > 0"),
