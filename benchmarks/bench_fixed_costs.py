@@ -1,5 +1,5 @@
 """Where the Table-1 workload's wall time goes besides the training arithmetic (see
-lgjax/harness/fixed_costs.py; `lgjax bench` prints the same rows at the default 4000 steps).
+lgjax/bench/fixed_costs.py; `lgjax bench` prints the same rows at the default 4000 steps).
 
     python benchmarks/bench_fixed_costs.py [STEPS] [--cold]   # default 4000; --cold: empty cache
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lgjax.harness import fixed_costs  # noqa: E402
+from lgjax.bench import fixed_costs  # noqa: E402
 from lgjax.runtime import enable_compile_cache  # noqa: E402
 
 if __name__ == "__main__":

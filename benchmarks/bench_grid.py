@@ -29,9 +29,9 @@ import jax.numpy as jnp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lgjax import grid, train, transformer  # noqa: E402
+from lgjax.bench.command import best_chunk, matmul_peak  # noqa: E402
+from lgjax.bench.command import time_grid_program as time_program  # noqa: E402
 from lgjax.config import RunConfig  # noqa: E402
-from lgjax.harness.bench import best_chunk, matmul_peak  # noqa: E402
-from lgjax.harness.bench import time_grid_program as time_program  # noqa: E402
 from lgjax.studies.realizability import report as R  # noqa: E402
 from lgjax.studies.realizability import train as rt  # noqa: E402
 

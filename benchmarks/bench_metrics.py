@@ -53,7 +53,7 @@ def once(log_cls, steps: int) -> dict:
         cfg = multiseed.Config(run=RunOptions(seeds=8, steps=steps, out=f"{tmp}/out",
                                               ckpt_root=f"{tmp}/ckpt", progress=False))
         t0 = time.perf_counter()
-        result = run_study(multiseed, cfg)
+        result = run_study(multiseed.STUDY, cfg)
         wall = time.perf_counter() - t0
     return {"wall": wall, "train": sum(result["train_seconds"].values()),
             "in_log": sum(log.seconds for log in LOGS)}

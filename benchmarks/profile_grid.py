@@ -30,7 +30,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 from lgjax import grid, transformer  # noqa: E402
-from lgjax.harness.bench import matmul_peak  # noqa: E402
+from lgjax.bench.command import matmul_peak  # noqa: E402
 from lgjax.studies.realizability import train as rt  # noqa: E402
 
 

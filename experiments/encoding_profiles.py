@@ -6,7 +6,7 @@ Command (the profiles first, ~3-4 min each here at the default recipe; then the 
     lgjax profile rope --random-positions 128 --out results/profile/rope-rp128
     python experiments/encoding_profiles.py results/profile/*/profile.json [--reference FILE]
 (--reference adds the canonical encodings' rows at the same recipe from a reference file,
-default: none; the packaged one is lgjax/studies/profile/reference.json.)
+default: none; the packaged one is lgjax/profile/reference.json.)
 Columns: the contract lab at init (shift error, out-of-table fraction, collisions, monotonic
 breaks), alpha_60 and trained LG@60 at 1L1H over the realizability study's 7 main-grid tasks
 (mean, and how many pass the study's thresholds alpha >= 0.5 and LG >= 0.7), rho(alpha_L, LG),
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from lgjax.harness.outputs import markdown_table
-from lgjax.studies.profile import summary
+from lgjax.profile import summary
 from lgjax.studies.realizability.report import CORE_TASKS
 
 COLUMNS = ["encoding", "recipe", "shift error", "out of table", "collisions", "monotonic breaks",

@@ -52,7 +52,7 @@ def main() -> None:
                                   tasks=(TASK[args.reading],),
                                   name=f"induction-{args.reading}-{enc}", run=run)
         t0 = time.perf_counter()
-        run_study(T, cfg)
+        run_study(T.STUDY, cfg)
         print(f"{args.reading} {enc}: {time.perf_counter() - t0:.0f} s", flush=True)
 
 

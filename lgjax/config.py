@@ -18,18 +18,6 @@ from lgjax.tasks import TASKS
 
 __all__ = ["ConfigError", "ModelConfig", "RunConfig", "TaskConfig", "TrainConfig", "require"]
 
-# How configs saved before the encodings owned their options spelled them: flat ModelConfig
-# fields, every encoding's on every model. Old name -> (encoding, option); a flat field of
-# another encoding than the model's never affected that model and is dropped on reading.
-FLAT_OPTIONS = {
-    "rope_base": ("rope", "base"), "rope_scale": ("rope", "scale"),
-    "alibi_slope": ("alibi", "slope"), "alibi_slopes": ("alibi", "slopes"),
-    "t5_buckets": ("t5", "buckets"), "t5_max_distance": ("t5", "max_distance"),
-    "rel_clip": ("relclip", "clip"), "sin_base": ("sinusoidal", "base"),
-    "ape_size": ("ape", "size"), "ape_oob": ("ape", "oob"), "ape_train_max": ("ape", "train_max"),
-}
-
-
 def _options(kind: str, registry: dict, name: str, given, field: str):
     """The entry's options: `given` if it is of the entry's options type, its defaults if None.
     An unknown name is validate()'s to report (None stays)."""
@@ -83,6 +71,11 @@ def check_types(defaults, given: dict, where: str) -> None:
     hand-edited `"d": "16"` is named here, not a TypeError inside a trace."""
     if not isinstance(given, dict):
         raise ConfigError(f"{where}: {given!r} is not an object of fields")
+    names = [f.name for f in dataclasses.fields(defaults)]
+    for key in given:
+        if key not in names:  # e.g. the flat option fields of configs saved before 0.1.0
+            raise ConfigError(f"{where}.{key}: not a field of this lgjax's config (its fields: "
+                              f"{', '.join(names)}); remove it, or retrain with this lgjax")
     for f in dataclasses.fields(defaults):
         want = getattr(defaults, f.name)
         if f.type in (float, "float") and isinstance(want, int) and not isinstance(want, bool):
@@ -91,6 +84,17 @@ def check_types(defaults, given: dict, where: str) -> None:
                 and not _is_like(given[f.name], want):
             raise ConfigError(f"{where}.{f.name}: {given[f.name]!r} is not {_kind(want)} (its "
                               f"default is {want!r}); correct that field")
+
+
+def _from_saved(cls, d: dict, where: str, registry: dict, name: str, options: str):
+    """A config section `where` of a saved config (its JSON form), whose entry of `registry` is
+    named by its field `name` and whose entry's options are under `options`; every value's type
+    checked first."""
+    check_types(cls(), d, where)
+    entry = _known(registry.kind, registry, d[name], f"{where}.{name}")
+    opts = d.get(options, {})
+    check_types(entry.options(), opts, f"{where}.{options}")
+    return cls(**d | {options: entry.options(**opts)})
 
 
 def _known(kind: str, registry: dict, name: str, field: str):
@@ -125,15 +129,8 @@ class TaskConfig:
 
     @staticmethod
     def from_dict(d: dict) -> TaskConfig:
-        """The JSON form, or the flat form of configs saved before the tasks owned their knobs
-        (every task's knobs on every task; those of other tasks never affected it)."""
-        check_types(TaskConfig(), d, "task")
-        entry = _known("task", TASKS, d["name"], "task.name")
-        known = {f.name for f in dataclasses.fields(entry.options)}
-        flat = {k: v for k, v in d.items() if k in known}
-        opts = d.get("opts", flat)
-        check_types(entry.options(), opts, "task.opts")
-        return TaskConfig(d["name"], d.get("vocab", 20), entry.options(**opts))
+        """The JSON form (`saved`): the task's knobs under "opts"."""
+        return _from_saved(TaskConfig, d, "task", TASKS, "name", "opts")
 
 
 @dataclass(frozen=True)
@@ -156,16 +153,8 @@ class ModelConfig:
 
     @staticmethod
     def from_dict(d: dict) -> ModelConfig:
-        """The JSON form, or the flat form of configs saved before (see FLAT_OPTIONS)."""
-        check_types(ModelConfig(), d, "model")
-        name = d["encoding"]
-        entry = _known("encoding", ENCODINGS, name, "model.encoding")
-        flat = {FLAT_OPTIONS[k][1]: v for k, v in d.items()
-                if k in FLAT_OPTIONS and FLAT_OPTIONS[k][0] == name}
-        fields = {k: v for k, v in d.items() if k not in FLAT_OPTIONS}
-        opts = d.get("enc", flat)
-        check_types(entry.options(), opts, "model.enc")
-        return ModelConfig(**fields | {"enc": entry.options(**opts)})
+        """The JSON form (`saved`): the encoding's options under "enc"."""
+        return _from_saved(ModelConfig, d, "model", ENCODINGS, "encoding", "enc")
 
 
 @dataclass(frozen=True)

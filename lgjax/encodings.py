@@ -237,22 +237,59 @@ def rotation_tensor(L: int, freqs_F: np.ndarray) -> np.ndarray:
     return np.stack([np.stack([c, -s], -1), np.stack([s, c], -1)], -2).astype(np.float32)
 
 
-def rope_rotate(x_LxHxD, pos_L, cfg: ModelConfig):
-    return rotate(x_LxHxD, pos_L, jnp.asarray(rope_freqs64(cfg), float_dtype()))
+def rotary_kernel(q_pos, k_pos, freqs_F, heads: int, gain: float = 1.0, pair_gain=None):
+    """g(delta) = sum_i pair_gain_i(delta) cos(delta theta_i) * gain^2, delta = k_pos - q_pos: the
+    content-free kernel of every rotary encoding, repeated per head. freqs_F: the theta_i;
+    gain: on q and k after the rotation (the logit takes its square); pair_gain: a per-pair
+    factor of delta [..., 1] (xPos's decay), None for none."""
+    delta = (jnp.asarray(k_pos) - jnp.asarray(q_pos)).astype(float_dtype())[..., None]
+    turns = jnp.cos(delta * freqs_F)
+    g = (turns if pair_gain is None else pair_gain(delta) * turns).sum(-1)
+    if gain != 1.0:
+        g = g * gain**2
+    return jnp.repeat(g[..., None], heads, axis=-1)
 
 
-def rope_kernel(params, q_pos, k_pos, cfg):
-    """g(delta) = sum_i cos(delta theta_i), the content-free rotary kernel, per head."""
-    delta = (jnp.asarray(k_pos) - jnp.asarray(q_pos)).astype(float_dtype())
-    g = jnp.cos(delta[..., None] * jnp.asarray(rope_freqs64(cfg), float_dtype())).sum(-1)
-    return jnp.repeat(g[..., None], cfg.heads, axis=-1)
+def static_rotary(freqs64, gain=lambda cfg: 1.0):
+    """rotate, kernel and fast_rotation of a rotary encoding whose frequencies freqs64(cfg) are
+    fixed by the config (RoPE, its fixed-frequency scalings), q and k multiplied by gain(cfg)
+    after the rotation (the logit by its square)."""
+
+    def rot(x_LxHxD, pos_L, cfg):
+        out = rotate(x_LxHxD, pos_L, jnp.asarray(freqs64(cfg), float_dtype()))
+        g = gain(cfg)
+        return out if g == 1.0 else out * g
+
+    def kernel(params, q_pos, k_pos, cfg):
+        return rotary_kernel(q_pos, k_pos, jnp.asarray(freqs64(cfg), float_dtype()), cfg.heads,
+                             gain(cfg))
+
+    def fast_rotation(L, cfg):
+        rot_LxFx2x2 = rotation_tensor(L, freqs64(cfg))
+        g = gain(cfg)
+        return rot_LxFx2x2 if g == 1.0 else rot_LxFx2x2 * np.float32(g * g)
+
+    return rot, kernel, fast_rotation
+
+
+# RoPE is the plain case: its fast head keeps the default rotation_tensor(L, rope_freqs(cfg))
+rope_rotate, rope_kernel, _ = static_rotary(rope_freqs64)
+
+
+def validate_rotary(m: ModelConfig, extra_dims: bool = False) -> None:
+    """What every rotary encoding needs: pairs of dimensions to turn and a base > 1 (and, for
+    the NTK exponent d_head/(d_head-2), `extra_dims`: d_head > 2)."""
+    require(d_head(m) % 2 == 0, "model.d", f"rotary encodings turn pairs of dimensions but "
+            f"d_head = d/heads = {d_head(m)} is odd; use an even width per head")
+    if extra_dims:
+        require(d_head(m) > 2, "model.d", f"the NTK exponent d_head/(d_head-2) needs d_head > 2, "
+                f"got {d_head(m)}; use a wider head")
+    require(finite(m.enc.base) and m.enc.base > 1.0, "model.enc.base",
+            f"must be a finite number > 1, got {m.enc.base}")
 
 
 def _validate_rope(m: ModelConfig, t: TrainConfig, max_len: int) -> None:
-    require(d_head(m) % 2 == 0, "model.d", f"RoPE rotates pairs of dimensions but d_head = "
-            f"d/heads = {d_head(m)} is odd; use an even width per head")
-    require(finite(m.enc.base) and m.enc.base > 1.0, "model.enc.base",
-            f"must be > 1 and finite, got {m.enc.base}")
+    validate_rotary(m)
     require(finite(m.enc.scale) and m.enc.scale > 0, "model.enc.scale",
             f"must be > 0 and finite (1: the plain rotary angles), got {m.enc.scale}")
 

@@ -158,10 +158,8 @@ LAYOUTS: dict[str, Callable] = {"serial": _serial, "tasks": _by_task, "flat": _f
 
 def resolve_layout(layout: str) -> str:
     """"auto": serial on a CPU (the fastest measured there), flat on an accelerator, where
-    serial runs the cells one after another (a lent H200 under `reproduce --jobs 12`,
-    2026-12-04: a program's time grew with its cells, 5 / 25 / 50 cells 4.5 / 45-55 / 65 s per
-    500 steps, 450 s of training per 1L1H program; `--layout flat` had taken the study's whole
-    trained side in 7 min 20 s)."""
+    serial runs the cells one after another, so a program's time grows with its cells (README,
+    Performance: the measurements behind the defaults)."""
     if layout != "auto":
         return layout
     return "serial" if jax.default_backend() == "cpu" else "flat"

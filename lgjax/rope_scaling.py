@@ -64,7 +64,17 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 import numpy as np
 
-from lgjax.encodings import ENCODINGS, Encoding, d_head, float_dtype, rotate, rotation_tensor
+from lgjax.encodings import (
+    ENCODINGS,
+    Encoding,
+    d_head,
+    float_dtype,
+    rotary_kernel,
+    rotate,
+    rotation_tensor,
+    static_rotary,
+    validate_rotary,
+)
 from lgjax.errors import finite, require
 
 # ---- options ------------------------------------------------------------------------------
@@ -272,32 +282,6 @@ def llama3_freqs64(cfg) -> np.ndarray:
     return np.where(medium, smoothed, inv_llama)
 
 
-# ---- behaviours of a static scaling: theta (and yarn's gain) fixed by the config ----------
-
-
-def static_rotary(freqs64, gain=lambda cfg: 1.0):
-    """rotate, kernel and fast_rotation of RoPE with the frequencies freqs64(cfg) and q and k
-    multiplied by gain(cfg) after the rotation (the logit by its square)."""
-
-    def rot(x_LxHxD, pos_L, cfg):
-        out = rotate(x_LxHxD, pos_L, jnp.asarray(freqs64(cfg), float_dtype()))
-        g = gain(cfg)
-        return out if g == 1.0 else out * g
-
-    def kernel(params, q_pos, k_pos, cfg):
-        delta = (jnp.asarray(k_pos) - jnp.asarray(q_pos)).astype(float_dtype())
-        g = jnp.cos(delta[..., None] * jnp.asarray(freqs64(cfg), float_dtype())).sum(-1)
-        g = g * gain(cfg) ** 2
-        return jnp.repeat(g[..., None], cfg.heads, axis=-1)
-
-    def fast_rotation(L, cfg):
-        rot_LxFx2x2 = rotation_tensor(L, freqs64(cfg))
-        g = gain(cfg)
-        return rot_LxFx2x2 if g == 1.0 else rot_LxFx2x2 * np.float32(g * g)
-
-    return rot, kernel, fast_rotation
-
-
 # ---- dynamic NTK, LongRoPE: the frequencies follow the sequence length -------------------
 
 
@@ -323,11 +307,7 @@ def length_rotary(freqs, gain=lambda cfg: 1.0):
     def kernel(params, q_pos, k_pos, cfg):
         q_pos, k_pos = jnp.asarray(q_pos), jnp.asarray(k_pos)
         freqs_F = freqs(cfg, jnp.maximum(q_pos.max(), k_pos.max()) + 1)
-        delta = (k_pos - q_pos).astype(float_dtype())
-        g = jnp.cos(delta[..., None] * freqs_F).sum(-1)
-        if gain(cfg) != 1.0:
-            g = g * gain(cfg) ** 2
-        return jnp.repeat(g[..., None], cfg.heads, axis=-1)
+        return rotary_kernel(q_pos, k_pos, freqs_F, cfg.heads, gain(cfg))
 
     return rot, rot_qk, kernel
 
@@ -368,12 +348,10 @@ def xpos_rotate_qk(q_LxHxD, k_LxHxD, pos_L, length, cfg):
 
 def xpos_kernel(params, q_pos, k_pos, cfg):
     """sum_i zeta_i^((n - m)/scale_base) cos((m - n) theta_i) for a query at n and key at m."""
-    q_pos, k_pos = jnp.asarray(q_pos), jnp.asarray(k_pos)
-    delta = (k_pos - q_pos).astype(float_dtype())[..., None]
     theta = jnp.asarray(_plain64(cfg.enc.base, d_head(cfg)), float_dtype())
     zeta = jnp.asarray(xpos_zeta64(cfg), float_dtype())
-    g = (zeta ** (-delta / cfg.enc.scale_base) * jnp.cos(delta * theta)).sum(-1)
-    return jnp.repeat(g[..., None], cfg.heads, axis=-1)
+    return rotary_kernel(q_pos, k_pos, theta, cfg.heads,
+                         pair_gain=lambda delta: zeta ** (-delta / cfg.enc.scale_base))
 
 
 def xpos_fast_rotation(L, cfg):
@@ -385,16 +363,6 @@ def xpos_fast_rotation(L, cfg):
 
 
 # ---- validation ---------------------------------------------------------------------------
-
-
-def _validate_rotary(m, extra_dims: bool = False) -> None:
-    require(d_head(m) % 2 == 0, "model.d", f"rotary encodings turn pairs of dimensions but "
-            f"d_head = d/heads = {d_head(m)} is odd; use an even width per head")
-    if extra_dims:
-        require(d_head(m) > 2, "model.d", f"the NTK exponent d_head/(d_head-2) needs d_head > 2, "
-                f"got {d_head(m)}; use a wider head")
-    require(finite(m.enc.base) and m.enc.base > 1.0, "model.enc.base",
-            f"must be a finite number > 1, got {m.enc.base}")
 
 
 def _validate_factor(m) -> None:
@@ -410,13 +378,24 @@ def _validate_original(m) -> None:
             f"frequencies were trained for, e.g. train.lmax), got {L0!r}")
 
 
+def _validate_ramp(o, low: str, high: str, low_note: str, high_note: str,
+                   unit: str = "number") -> None:
+    """The two ends of a ramp between frequency regimes (YaRN's betas, Llama 3's factors):
+    finite, 0 < low < high."""
+    lo, hi = getattr(o, low), getattr(o, high)
+    require(finite(lo) and lo > 0, f"model.enc.{low}",
+            f"must be a finite {unit} > 0 ({low_note}), got {lo}")
+    require(finite(hi) and hi > lo, f"model.enc.{high}",
+            f"must be a finite {unit} > {low} = {lo} ({high_note}), got {hi}")
+
+
 def _validate_linear(m, t, max_len) -> None:
-    _validate_rotary(m)
+    validate_rotary(m)
     _validate_factor(m)
 
 
 def _validate_ntk(m, t, max_len) -> None:
-    _validate_rotary(m, extra_dims=True)
+    validate_rotary(m, extra_dims=True)
     _validate_factor(m)
 
 
@@ -429,11 +408,8 @@ def _validate_yarn(m, t, max_len) -> None:
     _validate_linear(m, t, max_len)
     _validate_original(m)
     o = m.enc
-    require(finite(o.beta_slow) and o.beta_slow > 0, "model.enc.beta_slow",
-            f"must be a finite number of turns > 0 (HF's default 1), got {o.beta_slow}")
-    require(finite(o.beta_fast) and o.beta_fast > o.beta_slow, "model.enc.beta_fast",
-            f"must be a finite number of turns > beta_slow = {o.beta_slow} (HF's default 32), "
-            f"got {o.beta_fast}")
+    _validate_ramp(o, "beta_slow", "beta_fast", "HF's default 1", "HF's default 32",
+                   "number of turns")
     require(finite(o.attention_factor) and o.attention_factor >= 0, "model.enc.attention_factor",
             f"must be a finite gain > 0, or 0 for the default 0.1 ln(s) + 1; got "
             f"{o.attention_factor}")
@@ -465,15 +441,11 @@ def _validate_llama3(m, t, max_len) -> None:
     _validate_linear(m, t, max_len)
     _validate_original(m)
     o = m.enc
-    require(finite(o.low_freq_factor) and o.low_freq_factor > 0, "model.enc.low_freq_factor",
-            f"must be a finite number > 0 (Llama 3.1: 1), got {o.low_freq_factor}")
-    require(finite(o.high_freq_factor) and o.high_freq_factor > o.low_freq_factor,
-            "model.enc.high_freq_factor", f"must be a finite number > low_freq_factor = "
-            f"{o.low_freq_factor} (Llama 3.1: 4), got {o.high_freq_factor}")
+    _validate_ramp(o, "low_freq_factor", "high_freq_factor", "Llama 3.1: 1", "Llama 3.1: 4")
 
 
 def _validate_prope(m, t, max_len) -> None:
-    _validate_rotary(m)
+    validate_rotary(m)
     require(finite(m.enc.p) and 0 < m.enc.p <= 1, "model.enc.p",
             f"must be a number in (0, 1] (the fraction of frequencies kept), got {m.enc.p}")
     require(prope_angles(m) >= 1, "model.enc.p", f"keeps int(p * d_head // 2) = "
@@ -481,7 +453,7 @@ def _validate_prope(m, t, max_len) -> None:
 
 
 def _validate_partial(m, t, max_len) -> None:
-    _validate_rotary(m)
+    validate_rotary(m)
     f = m.enc.partial_rotary_factor
     require(finite(f) and 0 < f <= 1, "model.enc.partial_rotary_factor",
             f"must be a number in (0, 1] (the fraction of each head's dims rotated), got {f}")
@@ -492,7 +464,7 @@ def _validate_partial(m, t, max_len) -> None:
 
 
 def _validate_xpos(m, t, max_len) -> None:
-    _validate_rotary(m)
+    validate_rotary(m)
     o = m.enc
     require(finite(o.gamma) and o.gamma > 0, "model.enc.gamma",
             f"must be a finite number > 0 (zeta_0 = gamma/(1+gamma) must be > 0; the paper's "

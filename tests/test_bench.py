@@ -3,7 +3,7 @@ silently, saying torch was not installed)."""
 
 from __future__ import annotations
 
-from lgjax.harness import bench
+from lgjax.bench import command as bench
 
 
 def test_bench_finds_the_checkouts_benchmarks_folder():

@@ -158,3 +158,23 @@ def test_a_config_field_of_the_wrong_type_is_one_line_naming_it(run_copy, tmp_pa
         assert main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and name in err[0] and str(cfg_file) in err[0], err
+
+
+@pytest.mark.parametrize("section, field, value", [
+    ("model", "base", 10000.0),  # a flat option field, as configs before 0.1.0 saved them
+    ("train", "warp", 2), ("model", "enc", {"bse": 500.0}),
+])
+def test_a_config_field_this_lgjax_does_not_know_is_one_line_naming_it(run_copy, tmp_path,
+                                                                      capsys, section, field,
+                                                                      value):
+    cfg_file = run_copy / "config.json"
+    data = json.loads(cfg_file.read_text())
+    data[section][field] = value
+    cfg_file.write_text(json.dumps(data))
+    name = f"{section}.{field}" + (".bse" if field == "enc" else "")
+    with pytest.raises(checkpoints.CheckpointError, match=f"corrupt \\({name}: not a field"):
+        open_run(run_copy)
+    capsys.readouterr()
+    assert main(["dynamics", str(run_copy), "--out", str(tmp_path / "dyn")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and name in err[0] and str(cfg_file) in err[0], err

@@ -15,17 +15,19 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from lgjax.reproduce import claims as C
+from lgjax import claims as C
+from lgjax.reproduce import claims as RC
 from lgjax.reproduce import report as R
 from lgjax.studies.implicit_bias import claims as IB
 
 S = 2  # synthetic seeds
 LENGTHS = [12, 16, 20, 24, 32, 40, 48]
+WORDS = C.words_of(IB)  # the implicit-bias tolerance words
 
 
 @pytest.fixture(scope="module")
 def study() -> C.Claims:
-    return C.load_claims("implicit-bias")
+    return RC.load_claims("implicit-bias")
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +152,7 @@ TAU_MULT = IB.TAU_MULTIPLIES
 
 
 def test_faithful_results_match_every_claim_and_hold_every_expectation(study, pub):
-    verdicts = C.check(study, faithful(pub))
+    verdicts = RC.check(study, faithful(pub))
     claims = [v for v in verdicts if v.kind == "claim"]
     # the multiplying reading of tau = 0.5 reads the run at temperature 2 and vice versa
     odd = {f"t4.tau={t} [{TAU_MULT}]" for t in (0.5, 2.0)}
@@ -174,7 +176,7 @@ def test_differs_says_by_how_much(study, pub):
     res["prop1"]["K1"]["fits"] = [{"alpha": 0.82 + 0.3, "c": 0.022 * 2.5, "r2": 0.914}] * S
     res["multiseed"]["rope"]["selected_offset"][1][6] = -2
     res["multiseed"]["rope"]["accuracy"][0][4] = 0.5  # L = 32: seed mean 0.73 vs 0.96
-    v = by_label(C.check(study, res))
+    v = by_label(RC.check(study, res))
     alpha, c = v["t2.K1.alpha"], v["t2.K1.c"]
     assert alpha.status == C.DIFFERS and "off by 0.3 (> 0.25)" in alpha.detail
     assert c.status == C.DIFFERS and "ratio 2.5 (outside factor 2)" in c.detail
@@ -195,7 +197,7 @@ def test_not_run_says_why(study, pub):
     del res["variants"]["d-rope-H4"]["peak_height"]
     res["multiseed"]["lengths"] = LENGTHS[:-1]
     res["multiseed"]["rope"]["accuracy"] = [r[:-1] for r in res["multiseed"]["rope"]["accuracy"]]
-    v = by_label(C.check(study, res))
+    v = by_label(RC.check(study, res))
     for cid in ("f6.rope_L48", "f6.ape", "f6.key_frac"):
         assert (v[cid].status, v[cid].detail) == (C.NOT_RUN, "experiment not run: transformer")
     assert v["transformer.rope_near_1"].status == C.NOT_RUN
@@ -214,7 +216,7 @@ def test_not_run_says_why(study, pub):
 
 def test_a_claim_without_a_measurement_is_not_run_not_dropped(study, pub):
     registry = {k: f for k, f in IB.REGISTRY.items() if k != "t7.mu"}
-    v = by_label(C.check(study, faithful(pub), registry=registry, expectations=[]))
+    v = by_label(RC.check(study, faithful(pub), registry=registry, expectations=[]))
     assert v["t7.mu"].status == C.NOT_RUN and "no measurement registered" in v["t7.mu"].detail
     assert len(v) == 72
 
@@ -222,7 +224,7 @@ def test_a_claim_without_a_measurement_is_not_run_not_dropped(study, pub):
 def test_run_at_the_wrong_setting_is_not_run(study, pub):
     res = faithful(pub)
     res["multiseed"]["K"] = 2
-    v = by_label(C.check(study, res))
+    v = by_label(RC.check(study, res))
     assert v["t1.rope_acc"].detail == "multiseed ran at K = 2; this check needs K = 1"
 
 
@@ -259,11 +261,12 @@ def test_every_tolerance_text_of_the_file_is_listed(study):
 
 @pytest.mark.parametrize("text", sorted(TOLERANCES))
 def test_tolerance_parses(text):
-    assert [(r.label, r.kind, r.amount) for r in C.parse_tolerance(text)] == TOLERANCES[text]
+    assert [(r.label, r.kind, r.amount) for r in C.parse_tolerance(text, WORDS)] == TOLERANCES[text]
 
 
 def test_every_rule_kind_has_an_implementation():
     assert set(C.PER_COMPONENT) | set(C.JOINT) == set(C.FORMS.values())
+    assert set(IB.RULES) == set(IB.FORMS.values())
 
 
 @pytest.mark.parametrize("text", ["roughly 0.1", "abs 0.1 per seed", "abs", "exact-ish",
@@ -271,16 +274,16 @@ def test_every_rule_kind_has_an_implementation():
                                   "abs 0.1; close enough"])
 def test_unknown_tolerance_is_a_loud_error(text):
     with pytest.raises(C.ToleranceError, match="not a known form"):
-        C.parse_tolerance(text)
+        C.parse_tolerance(text, WORDS)
 
 
 def test_tolerance_must_cover_every_component():
     claim = C.Claim("x", "T", "w", {"alpha": 1.0, "c": 0.1}, "alpha abs 0.25", "e")
     with pytest.raises(C.ToleranceError, match="leaves \\['c'\\] unchecked"):
-        C.rules_by_component(claim)
+        C.rules_by_component(claim, WORDS)
     claim = C.Claim("x", "T", "w", 1.0, "alpha abs 0.25", "e")
     with pytest.raises(C.ToleranceError, match="covers none"):
-        C.rules_by_component(claim)
+        C.rules_by_component(claim, WORDS)
 
 
 def test_load_rejects_a_file_with_an_unknown_tolerance(tmp_path):
@@ -294,7 +297,7 @@ def test_load_rejects_a_file_with_an_unknown_tolerance(tmp_path):
 
 def one(tolerance: str, published, measured: C.Measured) -> C.Verdict:
     claim = C.Claim("x", "T", "w", published, tolerance, "e")
-    return C.check_claim(claim, {"e": {}}, {"x": lambda _: measured})[0]
+    return C.check_claim(claim, {"e": {}}, {"x": lambda _: measured}, WORDS)[0]
 
 
 @given(p=st.floats(-5, 5), m=st.floats(-5, 5), tol=st.sampled_from([0.02, 0.1, 0.25, 0.3]))
@@ -372,7 +375,7 @@ def test_expectations_fail_with_what_was_seen(study, pub):
     res = faithful(pub)
     res["multiseed"]["ape"]["accuracy"][0][2] = 0.6  # APE at 20: seed mean 0.345
     res["variants"]["d-rope-H4"]["peak_height"] = res["variants"]["d-rope-H1"]["peak_height"]
-    v = by_label(C.check(study, res))
+    v = by_label(RC.check(study, res))
     chance = v["multiseed.ape_chance_from_20"]
     assert chance.status == C.FAILS and "20: 0.345" in chance.detail
     assert v["t1.ape_acc"].status == C.DIFFERS
@@ -403,7 +406,7 @@ def test_report_files_are_written_and_self_contained(study, pub, tmp_path):
     res["multiseed"]["reduced"] = True
     res["shift"]["rope"]["spread_relative"] = 0.9  # an expectation fails, no claim moves
     del res["transformer"]
-    verdicts = C.check(study, res)
+    verdicts = RC.check(study, res)
     figs = {"multiseed": png(tmp_path / "multiseed.png"),
             "prop1": [png(tmp_path / "prop1.png")], "linear": tmp_path / "absent.png"}
     out = tmp_path / "report"
@@ -437,19 +440,19 @@ def test_report_files_are_written_and_self_contained(study, pub, tmp_path):
 
 def test_full_scale_summary_says_so(study, pub, tmp_path):
     res = faithful(pub)
-    text = R.write_report(C.check(study, res), res, {}, tmp_path, reduced=False)
+    text = R.write_report(RC.check(study, res), res, {}, tmp_path, reduced=False)
     assert text.splitlines()[0] == ("implicit-bias: Scale: every experiment at the published "
                                     "scale")
     assert "70 of 72 claim checks match" in text
 
 
 def test_shipped_claims_file_is_package_data():
-    path = C.claims_path("implicit-bias")
-    assert path.exists() and C.load_claims(path).study == "implicit-bias"
+    path = RC.claims_path("implicit-bias")
+    assert path.exists() and RC.load_claims(path).study == "implicit-bias"
 
 
 def test_a_reader_of_an_experiment_that_did_not_run_says_not_run():
-    from lgjax.reproduce.claims import NotRun, get
+    from lgjax.claims import NotRun, get
 
     with pytest.raises(NotRun, match="realizability-report"):
         get({"realizability-train": {}}, "realizability-report", "rope_scale")

@@ -40,6 +40,20 @@ def test_config_errors_before_compile(tmp_path, capsys):
     assert not (tmp_path / "ck").exists()  # nothing was created, nothing compiled
 
 
+def test_every_flag_has_help():
+    """Every flag of every command says what it does (its field's trailing comment: a comment
+    on the line above is not read)."""
+    from lgjax.harness.cli import commands, parser_for
+
+    missing = []
+    for name in commands():
+        parser, _ = parser_for([name])
+        sub = next(a for a in parser._actions if a.dest == "command").choices[name]
+        missing += [f"{name} {'/'.join(a.option_strings) or a.dest}" for a in sub._actions
+                    if not (a.help or "").strip()]
+    assert not missing, missing
+
+
 def test_every_flag_help_is_whole():
     """A flag's help is its field's trailing comment; a comment continued on the next line was
     cut mid-sentence in --help (reproduce --tiers), so every help closes what it opens."""

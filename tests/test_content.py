@@ -259,7 +259,7 @@ def test_profile_of_a_content_encoding_says_why_the_kernel_instruments_do_not_ap
     """The training-free instruments give one line each (card, profile.json), never a number;
     the trained ones run; the contract lab says the same of the trained run."""
     from lgjax.harness import cli
-    from lgjax.studies.profile import command, recipes
+    from lgjax.profile import command, recipes
 
     tiny = dataclasses.replace(recipes.RECIPES["tiny"], name="quick", rz_tasks=("prev",),
                                ib_eval=32, rz_eval=32, ib_steps=5, rz_steps=5)
@@ -365,7 +365,7 @@ def test_cope_with_every_gate_at_one_is_a_clipped_relative_logit():
 
 
 def test_the_profile_reads_cope_alpha_on_its_restriction_and_says_so(monkeypatch):
-    from lgjax.studies.profile import instruments, recipes, summary
+    from lgjax.profile import instruments, recipes, summary
 
     calls = []
     real = instruments.alpha

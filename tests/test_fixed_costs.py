@@ -8,7 +8,7 @@ import types
 import jax.numpy as jnp
 import pytest
 
-from lgjax.harness import fixed_costs
+from lgjax.bench import fixed_costs
 
 
 def test_timer_counts_and_restores_even_on_error():

@@ -168,14 +168,15 @@ def test_study_skips_measured_programs_and_resumes_unfinished(tmp_path, capsys):
     with pytest.raises(Killed):
         grid.train_program(g, path, on_chunk=stop)
     with pytest.raises(ConfigError, match="--resume"):
-        run_study(rt, cfg)
-    resumed = run_study(rt, dataclasses.replace(cfg, run=dataclasses.replace(run, resume=True)))
+        run_study(rt.STUDY, cfg)
+    resumed = run_study(rt.STUDY, dataclasses.replace(
+        cfg, run=dataclasses.replace(run, resume=True)))
     first = resumed["programs"][0]
     assert np.shape(first["lg"]) == (2, 2, 1)
-    clean = run_study(rt, dataclasses.replace(cfg, run=dataclasses.replace(
+    clean = run_study(rt.STUDY, dataclasses.replace(cfg, run=dataclasses.replace(
         run, ckpt_root=str(tmp_path / "clean"))))["programs"][0]
     assert (first["lg"], first["train_acc"]) == (clean["lg"], clean["train_acc"])
-    read_back = run_study(rt, cfg)
+    read_back = run_study(rt.STUDY, cfg)
     again = read_back["programs"][0]
     assert again == first  # read back from the program's results.json, not retrained
     # ... and still named, with what training it cost (both processes), not what reading took
@@ -186,12 +187,12 @@ def test_study_skips_measured_programs_and_resumes_unfinished(tmp_path, capsys):
     assert read_back["train_seconds"] == {name: 0.0}
     assert "prev" in capsys.readouterr().out
     cfg4 = dataclasses.replace(cfg, run=dataclasses.replace(run, eval_sequences=4))
-    fewer = run_study(rt, cfg4)
+    fewer = run_study(rt.STUDY, cfg4)
     assert fewer["programs"][0]["eval_sequences"] == 4  # measured again, from the last checkpoint
     # a measured program whose config.json is junk: its measurement is used, the damage named
     capsys.readouterr()
     (path / "config.json").write_text("junk")
-    assert run_study(rt, cfg4)["programs"][0] == fewer["programs"][0]
+    assert run_study(rt.STUDY, cfg4)["programs"][0] == fewer["programs"][0]
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"{path / 'config.json'} is corrupt" in err[0], err
 
@@ -213,7 +214,7 @@ def test_a_killed_study_keeps_the_programs_it_measured(tmp_path, monkeypatch):
 
     monkeypatch.setattr(grid, "train_program", killed_at_nope)
     with pytest.raises(Killed):
-        run_study(rt, cfg)
+        run_study(rt.STUDY, cfg)
     assert (rt.program_dir(cfg, "1L1H", "rope") / "results.json").is_file()
     assert list(rt.runs(cfg)) == ["realizability/1L1H/nope"]  # rope: measured, not retrained
 
@@ -227,7 +228,7 @@ def _measured_study(tmp_path):
                      out=str(tmp_path / "out"), progress=False)
     cfg = rt.Config(tiers=("1L1H",), encodings=("rope",), tasks=("prev",), L0=8,
                     test_lengths=(12,), d=16, vocab=8, chunk=2, ckpt_every=2, run=run)
-    run_study(rt, cfg)
+    run_study(rt.STUDY, cfg)
     return rt, cfg, rt.program_dir(cfg, "1L1H", "rope") / rt.PROGRAM_RESULTS
 
 
@@ -255,7 +256,7 @@ def test_damaged_program_results_are_named_and_measured_again(tmp_path, monkeypa
     for what, text in damage.items():
         f.write_text(text)
         capsys.readouterr()
-        again = run_study(rt, cfg)["programs"][0]
+        again = run_study(rt.STUDY, cfg)["programs"][0]
         err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
         assert len(err) == 1 and f"{f} is damaged" in err[0] and "measured again" in err[0], what
         assert {k: again[k] for k in ("lg", "train_acc", "acc_all")} \
@@ -274,5 +275,5 @@ def test_a_program_measured_by_another_job_is_neither_measured_nor_rewritten(tmp
     stale = {name: g for name, (_, _, g) in rt.programs(cfg).items()}  # listed before it ended
     monkeypatch.setattr(rt, "runs", lambda cfg: stale)
     monkeypatch.setattr(grid, "evaluate_grid", lambda *a, **kw: pytest.fail("measured again"))
-    assert run_study(rt, cfg)["programs"][0] == json.loads(before)
+    assert run_study(rt.STUDY, cfg)["programs"][0] == json.loads(before)
     assert f.read_bytes() == before

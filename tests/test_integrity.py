@@ -257,7 +257,7 @@ def test_undigested_step_holding_non_finite_values_is_damage(run_copy, saved, ru
     run = open_run(run_copy)
     with run:
         assert run.restore_latest_intact()[0] == 4
-    assert "no digests/ folder" in capsys.readouterr().err
+    assert "has lost its digests/ folder" in capsys.readouterr().err
 
 
 def test_a_divergence_after_resuming_from_an_unverified_step_names_that_step(run_copy,

@@ -1,5 +1,6 @@
-"""The layout: every module imports on its own, the import graph has no circle, and the core
-imports no study (nor the harness or reproduce)."""
+"""The layout: every module imports on its own, and imports run one way through the layers, at
+the package level: core <- checkpoints <- harness <- studies <- reproduce, profile, bench <- the
+entry points (the cli, the command table, the launcher), with no circle between packages."""
 
 import ast
 import importlib
@@ -12,10 +13,38 @@ import lgjax
 ROOT = Path(lgjax.__file__).parent
 MODULES = sorted(m.name for m in pkgutil.walk_packages(lgjax.__path__, "lgjax.")
                  if not m.name.endswith("__main__"))
-CORE = ("config", "errors", "keys", "validation", "registry", "plugins", "encodings", "tasks",
-        "attention", "fast", "models", "transformer", "train", "grid", "evaluate", "devices",
-        "runtime", "checkpoints", "runs")
-ABOVE_CORE = ("lgjax.studies", "lgjax.harness", "lgjax.reproduce")
+# they name every command, so they import every layer
+ENTRY_POINTS = ("lgjax.harness.cli", "lgjax.harness.commands", "lgjax.harness.launch")
+LAYERS = ("core", "checkpoints", "harness", "studies", "tools", "entry points")
+TOOLS = ("lgjax.reproduce", "lgjax.profile", "lgjax.bench")  # above the studies they run
+ON_CHECKPOINTS = ("lgjax.grid", "lgjax.runs")  # top-level modules built on the checkpoints
+
+
+def package_of(module: str) -> str:
+    """The package a module counts in: a study's own package, the entry points together, each
+    other package of lgjax, or "core" for lgjax's top-level modules (but those built on the
+    checkpoints, each on its own)."""
+    parts = module.split(".")
+    if module in ENTRY_POINTS:
+        return "entry points"
+    if module in ON_CHECKPOINTS:
+        return module
+    if parts[1:2] == ["studies"] and len(parts) > 2:
+        return ".".join(parts[:3])
+    if len(parts) > 1 and (ROOT / parts[1]).is_dir():
+        return ".".join(parts[:2])
+    return "core"
+
+
+def layer_of(module: str) -> int:
+    package = package_of(module)
+    if package in ON_CHECKPOINTS:
+        return LAYERS.index("checkpoints")
+    if package in ("core", "entry points"):
+        return LAYERS.index(package)
+    if package.startswith(TOOLS):
+        return LAYERS.index("tools")
+    return LAYERS.index(package.split(".")[1])
 
 
 def path_of(module: str) -> Path:
@@ -54,11 +83,31 @@ def test_the_import_graph_has_no_circle():
         visit(m, [])
 
 
-def test_the_core_imports_no_study_nor_the_harness():
+def test_imports_run_one_way_through_the_layers():
+    """No module imports one of a higher layer, at the top or inside a function."""
+    upward = [f"{m} ({LAYERS[layer_of(m)]}) imports {n} ({LAYERS[layer_of(n)]})"
+              for m in MODULES for n in sorted(GRAPH[m]) if layer_of(n) > layer_of(m)]
+    assert not upward, "\n".join(upward)
+
+
+def test_the_package_graph_has_no_circle():
+    packages = {}
     for m in MODULES:
-        if m.split(".")[1] in CORE:
-            above = sorted(n for n in GRAPH[m] if n.startswith(ABOVE_CORE))
-            assert not above, f"{m} imports {above}"
+        packages.setdefault(package_of(m), set()).update(
+            package_of(n) for n in GRAPH[m] if package_of(n) != package_of(m))
+    state = {}
+
+    def visit(p, trail):
+        if state.get(p) == "done":
+            return
+        assert state.get(p) != "open", "package circle: " + " -> ".join([*trail, p])
+        state[p] = "open"
+        for q in sorted(packages.get(p, ())):
+            visit(q, [*trail, p])
+        state[p] = "done"
+
+    for p in sorted(packages):
+        visit(p, [])
 
 
 def test_every_module_imports_on_its_own():

@@ -9,8 +9,8 @@ import chex
 
 from lgjax.checkpoints import driver
 from lgjax.harness.cli import main
+from lgjax.profile import recipes
 from lgjax.runs import open_run
-from lgjax.studies.profile import recipes
 from tests.conftest import tiny
 
 TINY = ["multiseed", "--encodings", "rope", "--seeds", "2", "--steps", "8", "--batch", "16",

@@ -151,7 +151,7 @@ def test_a_content_aware_plugin_trains_everywhere_and_its_runs_reopen_without_it
     import dataclasses
 
     from lgjax.harness.cli import main
-    from lgjax.studies.profile import recipes
+    from lgjax.profile import recipes
 
     ck, out = tmp_path / "ck", tmp_path / "out"
     monkeypatch.syspath_prepend(str(TESTS))

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from lgjax.harness import cli
+from lgjax.profile import card, command, instruments, recipes, reference, summary
 from lgjax.runs import open_run
-from lgjax.studies.profile import card, command, instruments, recipes, reference, summary
 from lgjax.studies.realizability import alpha as A
 from lgjax.studies.realizability import generic_head as G
 from lgjax.studies.realizability import score as R
@@ -113,12 +113,12 @@ def test_the_card_shows_the_key_carrier_fraction_of_a_rotary_part():
     (["--plugin", "no_such_module_xyz", "profile", "rope"], "--plugin no_such_module_xyz"),
     (["profile", "no_such_encoding"], "unknown encoding 'no_such_encoding'"),
     (["profile", "rope", "--set", "bse=2"], "--set: 'bse=2' is not key=value"),
-    (["profile", "rope", "--set", "base=0.5"], "model.enc.base: must be > 1"),
+    (["profile", "rope", "--set", "base=0.5"], "model.enc.base: must be a finite number > 1"),
     (["profile", "rope", "--random-positions", "60"], "--random-positions"),  # < 80 tested
     # the encoding's own ranges (those every run config is validated against)
     (["profile", "rope", "--set", "scale=0"], "model.enc.scale: must be > 0"),
     (["profile", "rope", "--set", "scale=-2"], "model.enc.scale: must be > 0"),
-    (["profile", "rope", "--set", "base=inf"], "model.enc.base: must be > 1 and finite"),
+    (["profile", "rope", "--set", "base=inf"], "model.enc.base: must be a finite number > 1"),
     (["profile", "rope", "--set", "base=500,base=600"], "--set base: given twice"),
     (["profile", "alibi", "--set", "slope=nan"], "model.enc.slope"),
     (["profile", "sinusoidal", "--set", "base=0"], "model.enc.base"),

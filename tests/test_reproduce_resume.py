@@ -64,18 +64,18 @@ def test_a_missing_or_unfinished_run_or_another_config_is_not_reused(tmp_path, r
         reproduce.Config(quick=True, resume=True, out=str(tmp_path / "out"),
                          ckpt_root=str(tmp_path / "ck"), only=("multiseed",), progress=False),
         tmp_path / "ck" / "quick", ["multiseed"]) if s.experiment == "multiseed")
-    assert finished_result(multiseed, cfg) is not None
+    assert finished_result(multiseed.STUDY, cfg) is not None
     other = type(cfg)(**{**cfg.__dict__, "run": RunOptions(**{**cfg.run.__dict__, "steps": 4})})
-    assert finished_result(multiseed, other) is None  # another config
-    doc = finished_result(multiseed, cfg)
+    assert finished_result(multiseed.STUDY, other) is None  # another config
+    doc = finished_result(multiseed.STUDY, cfg)
     run_dir = next(iter(doc["run_dirs"].values()))
     config = Path(run_dir) / "config.json"
     text = config.read_bytes()
     config.write_bytes(b"\xff" + text)  # not UTF-8: not this run, and no traceback
-    assert finished_result(multiseed, cfg) is None
+    assert finished_result(multiseed.STUDY, cfg) is None
     config.write_bytes(text)
-    assert finished_result(multiseed, cfg) is not None
+    assert finished_result(multiseed.STUDY, cfg) is not None
     shutil.rmtree(f"{run_dir}/3")  # its last checkpoint gone: unfinished
-    assert finished_result(multiseed, cfg) is None
+    assert finished_result(multiseed.STUDY, cfg) is None
     shutil.rmtree(run_dir)
-    assert finished_result(multiseed, cfg) is None
+    assert finished_result(multiseed.STUDY, cfg) is None

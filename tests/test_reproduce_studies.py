@@ -354,7 +354,7 @@ def test_quick_transformers_and_grids_compile_at_xlas_defaults(tmp_path):
 def test_a_plans_trained_steps_are_reduced_exactly_at_quick(tmp_path, quick):
     """The realizability sub-grids (one tier, Table 8's tasks, one RoPE row) choose cells at the
     published recipe: published scale, as the contract cells are; --quick's recipe is reduced."""
-    from lgjax.harness.study import hook, is_reduced
+    from lgjax.harness.study import is_reduced
 
     cfg = reproduce.Config(quick=quick, jobs=3, out=str(tmp_path / "out"),
                            ckpt_root=str(tmp_path / "ck"))
@@ -363,7 +363,7 @@ def test_a_plans_trained_steps_are_reduced_exactly_at_quick(tmp_path, quick):
         trained = [s for s in reproduce.plan(c, tmp_path / "ck", list(STUDIES[study].experiments))
                    if hasattr(s.config, "run")]
         assert any(s.piece for s in trained), study  # the pieces too
-        assert {is_reduced(s.config, hook(s.module, "SCALE")) for s in trained} == {quick}, study
+        assert {is_reduced(s.config, s.module.STUDY.scale) for s in trained} == {quick}, study
 
 
 @pytest.mark.parametrize("quick, devices, want", [(True, 0, 1), (False, 0, 0), (True, 2, 2),

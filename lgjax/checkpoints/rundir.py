@@ -180,7 +180,8 @@ def _first_line(err: BaseException, limit: int = 160) -> str:
 
 
 # how long a background save may take to commit: orbax's default (1200 s) counts wall time, so
-# a run stopped (SIGSTOP) for ~33 min during a save died at its next step (2026-12-04)
+# a run stopped (SIGSTOP, a suspended job) longer than that during a save would die at its next
+# step
 SAVE_TIMEOUT_S = 24 * 3600
 
 
@@ -230,7 +231,7 @@ class RunDir:
         self.digests = Digests(self.path)
         self._lock = RunDirLock(self.path)  # taken by a writer only; releasing is idempotent
         self._pending: int | None = None  # saved step whose files are not digested yet
-        self._legacy_noticed = False
+        self._undigested_noticed = False
         self.unverified_step: int | None = None  # restored without a digest to check it against
         # lgjax.checkpoints.ledger: this process's seconds count from here; the seconds before
         # it are those recorded at the step it restores (0 for a run with no step yet)
@@ -400,14 +401,16 @@ class RunDir:
 
     def _notice_undigested(self) -> None:
         """Once per run directory: which steps have no digest, and what that costs."""
-        if self._legacy_noticed or not is_leader():
+        if self._undigested_noticed or not is_leader():
             return
-        self._legacy_noticed = True
+        self._undigested_noticed = True
         lost = [s for s in self.steps() if not self.digests.path(s).exists()]
-        what = (f"has no {self.digests.dir.name}/ folder (lost, or saved before lgjax wrote "
-                "digests)") if not self.digests.dir.is_dir() else \
-            f"has lost the digest{'s' * (len(lost) > 1)} of step{'s' * (len(lost) > 1)} " \
-            f"{', '.join(map(str, lost))} ({self.digests.dir.name}/<step>.json)"
+        if not self.digests.dir.is_dir():
+            what = f"has lost its {self.digests.dir.name}/ folder"
+        else:
+            many = "s" * (len(lost) > 1)
+            what = (f"has lost the digest{many} of step{many} {', '.join(map(str, lost))} "
+                    f"({self.digests.dir.name}/<step>.json)")
         print(f"lgjax: {self.path}: {what}: such steps cannot be verified byte for byte and are "
               "only checked for finite values", file=sys.stderr)
 

@@ -1,1 +1,2 @@
-"""The harness: the study interface and run_study, the command list, cli, launch, bench, outputs."""
+"""The harness: the study interface and run_study, how a study declares itself, outputs; it
+imports no study. Its entry points (the command table, cli, launch) sit above every layer."""

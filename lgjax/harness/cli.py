@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from lgjax.harness.study import run_study
 
-            run_study(module, cfg)
+            run_study(module.STUDY, cfg)
     except Preempted as err:
         print(f"lgjax {command}: {err} (exit {err.exit_code})", file=sys.stderr)
         from lgjax import preemption

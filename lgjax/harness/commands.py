@@ -5,12 +5,12 @@ from __future__ import annotations
 from lgjax.harness.declare import Command
 
 HARNESS = {  # the commands of no one study
-    "bench": Command("lgjax.harness.bench", "speed of the multi-seed step vs the alternatives"),
+    "bench": Command("lgjax.bench.command", "speed of the multi-seed step vs the alternatives"),
     "reproduce": Command("lgjax.reproduce.command",
                          "run a study's experiments and check every published claim"),
     "curves": Command("lgjax.harness.curves",
                       "training loss against step per seed, from runs' metrics.jsonl"),
-    "profile": Command("lgjax.studies.profile.command",
+    "profile": Command("lgjax.profile.command",
                        "one encoding through every study's instruments, beside the canonical"),
     "launch": Command("lgjax.harness.launch",
                       "run a command as a job of several processes on this machine"),

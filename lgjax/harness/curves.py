@@ -24,7 +24,7 @@ FORMATS = (".png", ".pdf", ".svg")
 @dataclass(frozen=True)
 class Config:
     run_dirs: tuple[str, ...] = field(default=(), metadata={"positional": True})  # run folders
-    out: str = "results/curves/curves.png"  # the figure (.png, .pdf or .svg)
+    out: str = "results/curves/curves.png"  # its one figure: a file, not a folder (.png/.pdf/.svg)
 
 
 def run_dirs(given: tuple[str, ...]) -> list[Path]:

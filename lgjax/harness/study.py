@@ -1,7 +1,8 @@
 """The one study harness: validate everything, train what is missing, measure, write, print, draw.
 
-A study is a module with the hooks of `Study` below (its package declares it as a command, see
-lgjax.harness.declare); `run_study(module, cfg)` does the rest, identically for every study. In
+A study is a `Study` record of its hooks (below), held by its module as STUDY (its package
+declares the module as a command, see lgjax.harness.declare); `run_study(study, cfg)` does the
+rest, identically for every study. In
 a job of several processes (`lgjax launch`, or LGJAX_DISTRIBUTED=1 on a cluster) every process
 runs it: training splits the seeds over every process's devices, the final states are gathered
 so `measure` sees every seed everywhere, and process 0 alone shows progress, writes files and
@@ -15,10 +16,10 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
-from typing import Any, ClassVar, Protocol
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm
@@ -29,7 +30,7 @@ from lgjax.checkpoints.integrity import write_atomic
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.devices import check_memory, is_leader, seed_mesh, to_host
 from lgjax.harness import provenance, ranges
-from lgjax.harness.commands import commands
+from lgjax.harness.declare import COMMAND_OF
 from lgjax.harness.outputs import check_utf8, check_writable, jsonable
 from lgjax.harness.ranges import option
 from lgjax.validation import validate
@@ -48,8 +49,7 @@ class RunOptions:
     devices: int = option(0, ge=0)  # devices of the seed axis (0: all that divide the seed count)
     # randomized positional encodings: evaluation keeps positions 0..L-1
     random_positions: int = option(0, ge=0)  # M: train at sorted random positions in [0, M); 0 off
-    # compile at XLA -O0 (~4x faster to compile, ~3x slower to run): for short runs
-    fast_compile: bool = False
+    fast_compile: bool = False  # compile at XLA -O0: ~4x faster to compile, ~3x slower to run
 
 
 @dataclass(frozen=True)
@@ -63,72 +63,46 @@ class Trained:
     trained_seconds: float | None = None
 
 
-class Study(Protocol):
-    """What a study module holds. The first four are required; each optional hook has the
-    default in HOOK_DEFAULTS (a module without it behaves as if it held the default)."""
+@dataclass(frozen=True)
+class Study:
+    """A study command, as its module declares it (`STUDY = Study(__name__, Config, runs,
+    measure, table, ...)`; its package declares the module as a command, lgjax.harness.declare);
+    `run_study` does the rest. The first five are required; every hook after them has its
+    default here."""
 
+    module: str  # the module that holds it (`__name__`): names its command's results folder
     # a frozen dataclass, a `# comment` per field (its --help); its `run: RunOptions` field
     # holds the shared options and its defaults are the published scale (below: "reduced")
-    Config: ClassVar[type]
-
-    def runs(self, cfg) -> dict[str, RunConfig | grid.Grid]:
-        """What to train ({} for a training-free study); a name is the run directory under
-        <ckpt_root>/, so studies can share runs; a Grid trains all its cells in one program."""
-
-    def measure(self, cfg, trained: dict[str, Trained]) -> dict:
-        """The numbers, from the trained states (JSON-able; arrays allowed)."""
-
-    def table(self, result: dict) -> str:
-        """What is printed, from the result alone."""
-
-    # ---- optional hooks (defaults in HOOK_DEFAULTS) ----
-    def check(self, cfg) -> None:
-        """Study-specific checks, before anything trains (raise ConfigError)."""
-
-    def eval_lengths(self, cfg) -> tuple[int, ...]:
-        """Every length the study evaluates (default: cfg.eval_lengths)."""
-
-    def on_trained(self, cfg, name: str, trained: Trained) -> None:
-        """Called as each run finishes (e.g. to measure and save it at once, so that a job
-        killed later keeps it)."""
-
-    def measured_runs(self, cfg) -> dict[str, tuple[Any, Path]]:
-        """Runs whose saved measurement the command reads without training or loading them
-        (so `runs` leaves them out): {name: (config, run directory)}. results.json names them
-        in run_dirs with their recorded cost, as it does the runs it trains."""
-
-    def parts(self, cfg) -> dict[str, Any]:
-        """The command's runs split into smaller commands of this module ({key: config}, each
-        training and measuring a share; their runs together are `runs(cfg)`, with equal
-        configs), which `reproduce --jobs N` runs side by side before the whole command reads
-        what they saved. {}: it does not split."""
-
-    def write_extra(self, result: dict, out: Path) -> list[str]:
-        """Files written beside results.json; their names."""
-
-    def figure(self, result: dict, stem: Path) -> None:
-        """Writes stem.png and stem.pdf from the result alone."""
-
+    Config: type
+    # what to train ({} for a training-free study); a name is the run directory under
+    # <ckpt_root>/, so studies can share runs; a Grid trains all its cells in one program
+    runs: Callable[[Any], dict[str, RunConfig | grid.Grid]]
+    measure: Callable[[Any, dict[str, Trained]], dict]  # the numbers, from the trained states
+    # (JSON-able; arrays allowed)
+    table: Callable[[dict], str]  # what is printed, from the result alone
+    # study-specific checks, before anything trains (raise ConfigError)
+    check: Callable[[Any], None] = lambda cfg: None
+    # every length the study evaluates
+    eval_lengths: Callable[[Any], tuple[int, ...]] = lambda cfg: getattr(cfg, "eval_lengths", ())
+    # called as each run finishes (e.g. to measure and save it at once, so that a job killed
+    # later keeps it): (cfg, name, trained)
+    on_trained: Callable[[Any, str, Trained], None] = lambda cfg, name, trained: None
+    # runs whose saved measurement the command reads without training or loading them (so
+    # `runs` leaves them out): {name: (config, run directory)}. results.json names them in
+    # run_dirs with their recorded cost, as it does the runs it trains
+    measured_runs: Callable[[Any], dict[str, tuple[Any, Path]]] = lambda cfg: {}
+    # the command's runs split into smaller commands of this module ({key: config}, each
+    # training and measuring a share; their runs together are `runs(cfg)`, with equal
+    # configs), which `reproduce --jobs N` runs side by side before the whole command reads
+    # what they saved. {}: it does not split
+    parts: Callable[[Any], dict[str, Any]] = lambda cfg: {}
+    # files written beside results.json: (result, out) -> their names
+    write_extra: Callable[[dict, Path], list[str]] = lambda result, out: []
+    # writes stem.png and stem.pdf from the result alone: (result, stem); None: no figure
+    figure: Callable[[dict, Path], Any] | None = None
     # study fields that count as scale (e.g. "ape_seeds"; a tuple field, e.g. a grid axis,
     # counts when it lacks a value)
-    SCALE: ClassVar[tuple[str, ...]]
-
-
-HOOK_DEFAULTS: dict[str, Any] = {
-    "check": lambda cfg: None,
-    "eval_lengths": lambda cfg: getattr(cfg, "eval_lengths", ()),
-    "on_trained": lambda cfg, name, trained: None,
-    "measured_runs": lambda cfg: {},
-    "parts": lambda cfg: {},
-    "write_extra": lambda result, out: [],
-    "figure": None,  # no figure
-    "SCALE": (),
-}
-
-
-def hook(module: ModuleType, name: str):
-    """The module's hook, or the default of a module without it."""
-    return getattr(module, name, HOOK_DEFAULTS[name])
+    scale: tuple[str, ...] = ()
 
 
 def run_config(cfg, task: TaskConfig, model: ModelConfig, **train) -> RunConfig:
@@ -137,6 +111,14 @@ def run_config(cfg, task: TaskConfig, model: ModelConfig, **train) -> RunConfig:
               "random_positions": cfg.run.random_positions,
               "fast_compile": cfg.run.fast_compile}
     return RunConfig(task, model, TrainConfig(**shared | train))
+
+
+def product_parts(cfg, outer: str, inner: str) -> dict[str, Any]:
+    """`parts` of a command whose runs are the product of two tuple fields: one command per
+    pair ("a-b"), its config narrowed to that pair; {} when there is only one."""
+    split = {f"{a}-{b}": dataclasses.replace(cfg, **{outer: (a,), inner: (b,)})
+             for a in getattr(cfg, outer) for b in getattr(cfg, inner)}
+    return split if len(split) > 1 else {}
 
 
 def seeds(cfg) -> tuple[int, ...]:
@@ -149,14 +131,14 @@ def options(cfg) -> RunOptions:
     return cfg.run if hasattr(cfg, "run") else RunOptions(out=getattr(cfg, "out", ""))
 
 
-def name_of(module: ModuleType) -> str:
-    """The command that runs the module, as results/<name> spells it (realizability_train)."""
-    named = [n for n, c in commands().items() if c.module == module.__name__]
-    return (named[0] if named else module.__name__.rsplit(".", 1)[-1]).replace("-", "_")
+def name_of(study: Study) -> str:
+    """The command that runs the study, as results/<name> spells it (realizability_train)."""
+    named = COMMAND_OF.get(study.module, study.module.rsplit(".", 1)[-1])
+    return named.replace("-", "_")
 
 
-def out_dir(module: ModuleType, cfg) -> Path:
-    return Path(options(cfg).out or f"results/{name_of(module)}")
+def out_dir(study: Study, cfg) -> Path:
+    return Path(options(cfg).out or f"results/{name_of(study)}")
 
 
 def is_reduced(cfg, scale: tuple[str, ...] = ()) -> bool:
@@ -170,8 +152,8 @@ def is_reduced(cfg, scale: tuple[str, ...] = ()) -> bool:
     return any(below(getattr(a, f), getattr(b, f)) for a, b, f in fields)
 
 
-def eval_lengths(module: ModuleType, cfg) -> tuple[int, ...]:
-    return tuple(hook(module, "eval_lengths")(cfg))
+def eval_lengths(study: Study, cfg) -> tuple[int, ...]:
+    return tuple(study.eval_lengths(cfg))
 
 
 def check_options(opts: RunOptions) -> None:
@@ -189,14 +171,14 @@ def is_finished(run_dir: Path, rc: RunConfig | grid.Grid) -> bool:
     return rc.train.steps in checkpoints.step_folders(run_dir)
 
 
-def preflight(module: ModuleType, cfg) -> dict[str, RunConfig | grid.Grid]:
+def preflight(study: Study, cfg) -> dict[str, RunConfig | grid.Grid]:
     """Every check of every run, before anything trains, compiles or is written."""
     opts = options(cfg)
     check_options(opts)
     check_utf8(Path(opts.ckpt_root), "--ckpt-root")
-    hook(module, "check")(cfg)
-    runs = module.runs(cfg)
-    lengths = eval_lengths(module, cfg)
+    study.check(cfg)
+    runs = study.runs(cfg)
+    lengths = eval_lengths(study, cfg)
     if runs and hasattr(cfg, "eval_lengths") and not lengths:
         raise ConfigError("--eval-lengths: give at least one evaluation length")
     for name, rc in runs.items():
@@ -212,7 +194,7 @@ def preflight(module: ModuleType, cfg) -> dict[str, RunConfig | grid.Grid]:
         # free, or holding this very config: finished (reloaded) or resumed; writes nothing
         run_dir = Path(opts.ckpt_root) / name
         checkpoints.check_run_dir(run_dir, rc, resume=opts.resume or is_finished(run_dir, rc))
-    check_writable(out_dir(module, cfg), "--out")
+    check_writable(out_dir(study, cfg), "--out")
     if runs:
         check_writable(Path(opts.ckpt_root), "--ckpt-root")
     return runs
@@ -273,10 +255,10 @@ def _measured_as(config):
     return {**config, "run": {k: v for k, v in config["run"].items() if k not in HOW_IT_RAN}}
 
 
-def finished_result(module: ModuleType, cfg) -> dict | None:
+def finished_result(study: Study, cfg) -> dict | None:
     """The results.json that this very code wrote for this config from runs that are finished
     and unchanged now, else None (measure again): what `reproduce --resume` reuses."""
-    path = out_dir(module, cfg) / "results.json"
+    path = out_dir(study, cfg) / "results.json"
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -289,15 +271,15 @@ def finished_result(module: ModuleType, cfg) -> dict | None:
     if _measured_as(doc.get("config")) != _measured_as(mine) or not isinstance(dirs, dict):
         return None
     if not all(run in dirs and twins.holds_finished(Path(dirs[run]), rc)
-               for run, rc in module.runs(cfg).items()):
+               for run, rc in study.runs(cfg).items()):
         return None
     return doc
 
 
-def run_study(module: ModuleType, cfg) -> dict:
+def run_study(study: Study, cfg) -> dict:
     """Validate, train, measure, write results.json, print the table, draw the figure."""
-    runs = preflight(module, cfg)
-    earlier = hook(module, "measured_runs")(cfg)  # before training adds to them
+    runs = preflight(study, cfg)
+    earlier = study.measured_runs(cfg)  # before training adds to them
     t0 = time.perf_counter()
     opts = options(cfg)
     trained, t_hooks = {}, 0.0
@@ -305,13 +287,13 @@ def run_study(module: ModuleType, cfg) -> dict:
         trained[run] = train_one(rc, own_or_twin(run, rc, opts), opts,
                                  f"{run} [{i + 1}/{len(runs)}]")
         t1 = time.perf_counter()
-        hook(module, "on_trained")(cfg, run, trained[run])
+        study.on_trained(cfg, run, trained[run])
         t_hooks += time.perf_counter() - t1  # measuring as runs finish: measure_seconds
     t_train = time.perf_counter() - t0 - t_hooks
-    name = name_of(module)
+    name = name_of(study)
     result = {"experiment": name, "config": dataclasses.asdict(cfg),
-              "reduced": is_reduced(cfg, hook(module, "SCALE")),
-              **module.measure(cfg, trained),
+              "reduced": is_reduced(cfg, study.scale),
+              **study.measure(cfg, trained),
               "run_dirs": {**{run: str(path) for run, (_, path) in earlier.items()},
                            **{run: str(t.run_dir) for run, t in trained.items()}},
               "train_seconds": {**{run: 0.0 for run in earlier},
@@ -328,8 +310,8 @@ def run_study(module: ModuleType, cfg) -> dict:
         result["plugins"] = given
     if not is_leader():  # the other processes of a job computed the same result
         return result
-    write_outputs(result, out_dir(module, cfg), module.table, hook(module, "figure"), name,
-                  lambda out: hook(module, "write_extra")(result, out))
+    write_outputs(result, out_dir(study, cfg), study.table, study.figure, name,
+                  lambda out: study.write_extra(result, out))
     return result
 
 

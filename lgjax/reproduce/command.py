@@ -31,9 +31,10 @@ import jax
 
 from lgjax import runtime
 from lgjax.config import ConfigError
+from lgjax.harness.declare import Step, run_devices
 from lgjax.harness.outputs import check_writable, read_result
 from lgjax.harness.ranges import option
-from lgjax.harness.study import RunOptions, hook, preflight
+from lgjax.harness.study import RunOptions, preflight
 from lgjax.reproduce import claims, cost, jobs
 from lgjax.reproduce import report as reproduce_report
 from lgjax.reproduce.jobs import run_step
@@ -57,35 +58,9 @@ class Config:
     progress: bool = True  # progress bars
     devices: int = option(0, ge=0)  # seed-axis devices (0: all that divide the seeds; --quick: 1)
     jobs: int = option(0, ge=0)  # steps at once (0: one per core at --quick on a CPU, else 1)
-    # continue runs a stopped reproduction left unfinished (finished runs are reused, and so is
-    # a step's results.json that this code wrote for its config from runs that are finished)
-    resume: bool = False
-
-
-@dataclass(frozen=True)
-class Step:
-    """One command run of a reproduction: its results land at out/results.json (or
-    report.json) and are read as results[experiment] (key "") or results[experiment][key]."""
-
-    experiment: str
-    key: str
-    module: object
-    config: object
-    out: Path
-    part_of: str = ""  # the declared experiment it serves, when its own name is not one
-    # a share of the step of the same experiment and key after it (the module's `parts`), run
-    # beside the other shares under --jobs N; the step then reads what they saved
-    piece: str = ""
-
-
-def run_devices(cfg: Config) -> int:
-    """--devices, where 0 means every device that divides the seed count, except at --quick:
-    one device. Quick runs are compile-bound and tiny, and a program split over devices
-    compiles slower than it then runs faster: `reproduce implicit-bias --quick` from an empty
-    compilation cache took 154 s on one device and 189 s split over the two CPU devices of a
-    2-core machine (2026-12-02; that machine's spread at this size is large: an hour later 204 s
-    with one CPU device, 194 s with two and the quick runs on one)."""
-    return cfg.devices or (1 if cfg.quick else 0)
+    # finished runs are reused, and so is a step's results.json that this code wrote for its
+    # config from runs that are finished
+    resume: bool = False  # continue the runs a stopped reproduction left unfinished
 
 
 def run_jobs(cfg: Config) -> int:
@@ -140,7 +115,8 @@ def pieces(step: Step) -> list[Step]:
     side by side (one small program leaves most of a GPU idle) instead of one after another in
     one step that would end the reproduction alone."""
     shares = []
-    for key, config in hook(step.module, "parts")(step.config).items():
+    parts = step.module.STUDY.parts(step.config) if hasattr(step.module, "STUDY") else {}
+    for key, config in parts.items():
         out = step.out / "parts" / key
         config = dataclasses.replace(config, run=dataclasses.replace(config.run, out=str(out)))
         shares.append(dataclasses.replace(step, config=config, out=out, piece=key))
@@ -210,8 +186,8 @@ def prepare(cfg: Config) -> Prepared:
     n_jobs = run_jobs(cfg)
     planned = plan(dataclasses.replace(cfg, progress=cfg.progress and n_jobs == 1), root, names)
     for step in planned:
-        if hasattr(step.module, "runs"):  # a harness command; the others read what these write
-            preflight(step.module, step.config)
+        if hasattr(step.module, "STUDY"):  # a study; the others read what these write
+            preflight(step.module.STUDY, step.config)
     running = {jobs.label_of(s) for s in planned}
     load_results([s for s in every if jobs.label_of(s) not in running])  # read, not rewritten
     return Prepared(cfg, claim_set, experiments, every, planned, min(n_jobs, len(planned)) or 1)
@@ -254,7 +230,7 @@ def conclude(prepared: Prepared, walls: dict[str, float], elapsed: float, n_jobs
     reduced = cfg.quick or any(r.get("reduced") for r in results.values())
     dirs = {s.experiment: s.out for s in prepared.every if not s.key}
     spent = cost.of_steps(walls, {jobs.label_of(s): step_result(s, results)
-                                  for s in prepared.planned if hasattr(s.module, "runs")})
+                                  for s in prepared.planned if hasattr(s.module, "STUDY")})
     text = reproduce_report.write_report(verdicts, results, reproduce_report.figures_in(dirs),
                                          cfg.out, reduced, cfg.study, spent)
     print(text)

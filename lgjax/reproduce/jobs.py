@@ -59,11 +59,11 @@ class Lane:
 
 
 def claim_of(step, study: str = "") -> Claim:
-    if not hasattr(step.module, "runs"):
+    if not hasattr(step.module, "STUDY"):
         return Claim(frozenset(), frozenset(), barrier=True, study=study)
     from lgjax.harness.study import options
 
-    runs = step.module.runs(step.config)
+    runs = step.module.STUDY.runs(step.config)
     root = Path(options(step.config).ckpt_root)
     return Claim(frozenset(os.path.abspath(root / name) for name in runs),
                  frozenset(rc.to_json() for rc in runs.values()), barrier=False, study=study)
@@ -112,15 +112,16 @@ def lane_ranks(lanes: list[Lane]) -> list[int]:
 def run_step(step) -> None:
     """One step, in this process. Under --resume a study command whose results this code wrote
     from finished runs is not run again (lgjax.harness.study.finished_result)."""
-    if hasattr(step.module, "runs"):  # a study command (lgjax.harness.study hooks)
+    if hasattr(step.module, "STUDY"):  # a study command (lgjax.harness.study.Study)
         from lgjax.harness.study import finished_result, options, out_dir, run_study
 
-        if options(step.config).resume and finished_result(step.module, step.config):
-            done = out_dir(step.module, step.config) / "results.json"
+        study = step.module.STUDY
+        if options(step.config).resume and finished_result(study, step.config):
+            done = out_dir(study, step.config) / "results.json"
             print(f"lgjax: {label_of(step)}: its runs are finished and this code wrote {done} "
                   "for this config: reused, not measured again", file=sys.stderr)
             return
-        run_study(step.module, step.config)
+        run_study(study, step.config)
     else:
         step.module.main(step.config)
 

@@ -26,8 +26,8 @@ from pathlib import Path
 import markdown
 import numpy as np
 
+from lgjax.claims import DIFFERS, FAILS, HOLDS, MATCHES, NOT_RUN, Verdict, fmt_number
 from lgjax.harness.outputs import markdown_table
-from lgjax.reproduce.claims import DIFFERS, FAILS, HOLDS, MATCHES, NOT_RUN, Verdict, fmt_number
 from lgjax.reproduce.cost import Cost
 
 MARK = {MATCHES: "matches", DIFFERS: "DIFFERS", NOT_RUN: "not run", HOLDS: "holds",

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lgjax.reproduce.claims import Measured, NotRun, Stat, every_cell, fixed, get
-from lgjax.studies.contract import verdicts as V
+from lgjax.claims import Measured, NotRun, Stat, every_cell, fixed, get
+from lgjax.studies.contract import verdicts
 
 LABELS = {m: (m,) for m in ("shift_error", "out_of_table", "collisions", "monotonic_breaks")}
 SETTINGS = {"train32_test96_shift17": (32, 96, 17), "train16_test64_shift5": (16, 64, 5),
@@ -77,11 +77,11 @@ def predicted(*claims: str):
     """The cells of the PREDICTIONS whose claim text is among `claims`, judged."""
     def measure(results):
         result = matrix(results)
-        mine = [p for p in V.PREDICTIONS if p.claim in claims]
+        mine = [p for p in verdicts.PREDICTIONS if p.claim in claims]
         absent = sorted({p.task for p in mine} - set(result["cells"]))
         if absent:
             raise NotRun(f"task {', '.join(absent)} not trained ({MATRIX_FLAG})")
-        cells = [c for c in V.judge(result) if c["claim"] in claims]
+        cells = [c for c in verdicts.judge(result) if c["claim"] in claims]
         shown = "; ".join(f"{c['task']} {c['column']} {c['scheme']} ({c['side']}): "
                           f"{c['verdict']}" + (f" vs {c['rival']} {_fmt(c['diff'])}"
                                                if "diff" in c else "") for c in cells)
@@ -92,12 +92,12 @@ def predicted(*claims: str):
 def no_universal_winner(results) -> Measured:
     """Confirmed when no scheme wins every (task, column) cell; contradicted when one does."""
     result = matrix(results)
-    if not any(V.learnable_map(result, t).values() for t in result["cells"]):
+    if not any(verdicts.learnable_map(result, t).values() for t in result["cells"]):
         return verdict("not learnable", "no learnable cell", len(result["seeds"]))
-    wins = V.winners(result)
+    wins = verdicts.winners(result)
     won = [w for w in wins.values() if w]
     one = len(won) == len(wins) and len(set(won)) == 1
-    return verdict("contradicted" if one else "confirmed", V.thesis_line(wins),
+    return verdict("contradicted" if one else "confirmed", verdicts.thesis_line(wins),
                    len(result["seeds"]))
 
 
@@ -108,15 +108,15 @@ def loss_vs_contract(results) -> Measured:
     loss is at least as good on every task, no effect when within NO_EFFECT everywhere."""
     result = matrix(results)
     per, seen = [], []
-    for task, rhos in V.correlations(result).items():
+    for task, rhos in verdicts.correlations(result).items():
         loss = abs(rhos.pop("in-range loss"))
         best_name, best = max(((k, abs(v)) for k, v in rhos.items() if np.isfinite(v)),
                               key=lambda kv: kv[1], default=("none", float("nan")))
         if not (np.isfinite(loss) and np.isfinite(best)):
             per.append("undefined")
-        elif best - loss >= V.NO_EFFECT:
+        elif best - loss >= verdicts.NO_EFFECT:
             per.append("confirmed")
-        elif abs(best - loss) < V.NO_EFFECT:
+        elif abs(best - loss) < verdicts.NO_EFFECT:
             per.append("no effect")
         else:
             per.append("contradicted")
@@ -140,13 +140,13 @@ def matched_loss(results) -> Measured:
     result = matrix(results)
     per, seen = [], []
     for task in result["cells"]:
-        at_end = V.column(result, task, "extend")
-        at_match = V.column(result, task, "matched_extend")
+        at_end = verdicts.column(result, task, "extend")
+        at_match = verdicts.column(result, task, "matched_extend")
         both = [s for s in at_match if s in at_end]
         if len(both) < 2:
             continue
         end, match = (_gap(vals, both) for vals in (at_end, at_match))
-        per.append("contradicted" if end - match >= V.NO_EFFECT else "confirmed")
+        per.append("contradicted" if end - match >= verdicts.NO_EFFECT else "confirmed")
         seen.append(f"{task}: gap {end:.3f} at the end, {match:.3f} at matched loss "
                     f"({len(both)} learnable schemes) -> {per[-1]}")
     value = ("not learnable" if not per else per[0] if len(set(per)) == 1 else "mixed")
@@ -157,11 +157,11 @@ def matched_loss(results) -> Measured:
 REGISTRY: dict = {
     **{f"lab.{setting}.{scheme}": lab(setting, scheme) for setting in SETTINGS
        for scheme in SCHEMES},
-    "pred.absolute_wins_named_slot": predicted(V.PREDICTIONS[0].claim),
-    "pred.relative_resists_origin_shift": predicted(V.PREDICTIONS[1].claim),
-    "pred.monotone_bias_local_vs_remote": predicted(V.PREDICTIONS[2].claim,
-                                                    V.PREDICTIONS[3].claim),
-    "pred.rotary_periodic_confusions": predicted(V.PREDICTIONS[4].claim),
+    "pred.absolute_wins_named_slot": predicted(verdicts.PREDICTIONS[0].claim),
+    "pred.relative_resists_origin_shift": predicted(verdicts.PREDICTIONS[1].claim),
+    "pred.monotone_bias_local_vs_remote": predicted(verdicts.PREDICTIONS[2].claim,
+                                                    verdicts.PREDICTIONS[3].claim),
+    "pred.rotary_periodic_confusions": predicted(verdicts.PREDICTIONS[4].claim),
     "pred.no_universal_winner": no_universal_winner,
     "pred.in_range_loss_vs_contract": loss_vs_contract,
     "pred.matched_loss": matched_loss,

@@ -32,6 +32,7 @@ from lgjax import checkpoints, grid, keys, models, transformer
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.encodings import ENCODINGS, ApeOptions, kernel_undefined
 from lgjax.harness import outputs
+from lgjax.harness.study import Study
 from lgjax.runs import open_run
 from lgjax.studies.contract import scores as contracts
 
@@ -252,3 +253,6 @@ def figure(result: dict, path: Path) -> None:
     for ax in axes.flat[len(spec):]:
         ax.axis("off")
     outputs.save(fig, path)
+
+
+STUDY = Study(__name__, Config, runs, measure, table, check=check, figure=figure)

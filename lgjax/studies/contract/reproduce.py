@@ -11,36 +11,35 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from lgjax.studies.contract import lab as L
-from lgjax.studies.contract import report as R
-from lgjax.studies.contract import train as T
+from lgjax.studies.contract import lab as lab_command
+from lgjax.studies.contract import report as report_command
+from lgjax.studies.contract import train as train_command
 from lgjax.studies.contract.claims import SETTINGS
 
 QUICK = {"train": {"probe_sequences": 64, "extend": (64,), "shifts": (4,)}}
 # the matrix's transformers at XLA's defaults even at --quick: their steps outweigh the
-# compilation (one RoPE cell, 300 steps x 2 seeds, empty compilation cache, 2-core AVX2 CPU,
-# 2026-12-04: trained in 23.0 s against 37.1 s with --fast-compile)
+# compilation (README, Performance: the measurements behind the defaults)
 QUICK_RUN_CHANGES = {"fast_compile": False}
 
 
 def steps(cfg, root: Path, quick_run) -> list:
-    from lgjax.reproduce.command import Step, run_devices
+    from lgjax.harness.declare import Step, run_devices
 
     out = Path(cfg.out)
     plan = []
     for key, (train, test, shift) in SETTINGS.items():
         sub = out / "contract-lab" / key
-        plan.append(Step("contract-lab", key, L, dataclasses.replace(
-            L.Config(), train=train, test=test, shift=shift, out=str(sub)), sub))
+        plan.append(Step("contract-lab", key, lab_command, dataclasses.replace(
+            lab_command.Config(), train=train, test=test, shift=shift, out=str(sub)), sub))
     matrix = out / "contract-train"
     run = dataclasses.replace(dataclasses.replace(quick_run, **QUICK_RUN_CHANGES) if cfg.quick
-                              else T.Config().run, out=str(matrix),
+                              else train_command.Config().run, out=str(matrix),
                               ckpt_root=str(root), progress=cfg.progress,
                               devices=run_devices(cfg))
     over = QUICK["train"] if cfg.quick else {}
-    plan.append(Step("contract-train", "", T, dataclasses.replace(T.Config(), run=run, **over),
-                     matrix))
+    plan.append(Step("contract-train", "", train_command,
+                     dataclasses.replace(train_command.Config(), run=run, **over), matrix))
     report = out / "contract-report"
-    plan.append(Step("contract-report", "", R, dataclasses.replace(
-        R.Config(), source=str(matrix), out=str(report)), report))
+    plan.append(Step("contract-report", "", report_command, dataclasses.replace(
+        report_command.Config(), source=str(matrix), out=str(report)), report))
     return plan

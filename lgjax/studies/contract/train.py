@@ -5,13 +5,11 @@ seeds of a cell stacked in it, so the whole matrix resumes across processes (--r
 is one small transformer (2 layers, 4 heads, d = 64) whose encoding is the only thing a scheme
 changes; trained on lengths 8..32 with Adam (lr 1e-3, batch 64).
 Published scale (the defaults): 5 seeds, the spec's 3000 steps per cell, 512 evaluation
-sequences per length and seed. Measured on a 2-core AVX-512 CPU alone (2026-12-03): a cell
-(5 seeds stacked) trains 3000 steps in 305-479 s; 16 cells trained and all 24 measured in one
-run took 8430 s, so the matrix from scratch is ~3 h of this CPU (the spec estimated 1-2 h).
-17 of 24 cells are learnable at 3000 steps, 16 at 1500 (the earlier default; one verdict
-differs between the two, README). It resumes (--resume) from the last checkpoint (every 125
-steps); --steps 1500 halves the cost. Each cell is measured as it finishes and its measurement
-kept in its run directory (measure.CELL_FILE), so a rerun or a resumed job reads it back.
+sequences per length and seed: about 3 h of a 2-core CPU from scratch (README, Performance: the
+measurements behind the defaults). It resumes (--resume) from the last checkpoint (every 125
+steps); --steps 1500 halves the cost (one verdict differs between the two, README). Each cell
+is measured as it finishes and its measurement kept in its run directory (measure.CELL_FILE),
+so a rerun or a resumed job reads it back.
 Command: lgjax contract-train --ckpt-root /work/runs/contract --out results/contract --resume
 Expect (the predicted matrix, lgjax.studies.contract.verdicts.PREDICTIONS): absolute schemes win
 the named slot past the trained range; relative/rotary keep the answer under a PAD shift of the
@@ -20,7 +18,6 @@ offset task; ALiBi helps local copying and loses far ordered updates; RoPE may m
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,7 +25,7 @@ from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig
 from lgjax.encodings import ENCODINGS, AlibiOptions, ApeOptions, RelClipOptions
 from lgjax.harness import study
 from lgjax.harness.ranges import option
-from lgjax.harness.study import RunOptions, Trained
+from lgjax.harness.study import RunOptions, Study, Trained, product_parts
 from lgjax.studies.contract import measure as contract_measure
 from lgjax.studies.contract import render
 from lgjax.studies.contract.tasks import CONTRACT_TASKS
@@ -119,9 +116,7 @@ measure = contract_measure.measure_matrix  # (cfg, trained) -> the matrix's resu
 def parts(cfg: Config) -> dict[str, Config]:
     """One command per cell (task x scheme): on one accelerator several cells share it
     (`reproduce --jobs N`), and the whole matrix then reads their saved measurements."""
-    split = {f"{t}-{s}": dataclasses.replace(cfg, tasks=(t,), schemes=(s,))
-             for t in cfg.tasks for s in cfg.schemes}
-    return split if len(split) > 1 else {}
+    return product_parts(cfg, "tasks", "schemes")
 
 
 def on_trained(cfg: Config, name: str, t: Trained) -> None:
@@ -130,3 +125,7 @@ def on_trained(cfg: Config, name: str, t: Trained) -> None:
 table = render.render  # the whole report (also written as report.md)
 figure = render.figure
 write_extra = render.write_markdown
+
+
+STUDY = Study(__name__, Config, runs, measure, table, check=check, eval_lengths=eval_lengths,
+              on_trained=on_trained, parts=parts, write_extra=write_extra, figure=figure)

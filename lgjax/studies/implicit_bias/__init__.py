@@ -26,8 +26,7 @@ STUDY = StudyDeclaration(
     },
     experiments=("multiseed", "shift", "prop1", "frequency", "linear", "variants", "mechanics",
                  "maxmargin", "transformer"),
-    # quick, serial, 2-core CPU (2026-12-02): mechanics 48 s, variants 35, transformer 27,
-    # maxmargin 24; the others 1-13
+    # the longest at --quick (README, Performance: the measurements behind the defaults)
     longest_first=("mechanics", "variants", "transformer", "maxmargin"),
     claims="implicit-bias.json",
     readers=_ + "claims",

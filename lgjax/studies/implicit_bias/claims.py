@@ -1,22 +1,23 @@
-"""Measurements behind the implicit-bias claims (lgjax/data/claims/implicit-bias.json) and the
+"""Measurements behind the implicit-bias claims (implicit-bias.json, in this package) and the
 spec's "expect" column as named predicates.
 
 REGISTRY maps each claim id to a function of the results dicts {experiment: results.json} that
 returns the measured components (claims.Measured); a claim checked under several readings maps to
 {reading: function}. Every results key is read through `get`, so an absent key gives the verdict
-"not run (measurement missing: <experiment>/<key path>)", never a crash or a pass. Where the
-results layout is about to change, the lookup sits in one named place below (TAU_ROW,
-FREQUENCY_ROW, SWEEP_ROWS, DECAY_KEYS) for the lead to adjust.
+"not run (measurement missing: <experiment>/<key path>)", never a crash or a pass. Where a
+results key could move, its lookup sits in one named place below (tau_row,
+frequency_row, SWEEP_ROWS, DECAY_KEYS).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from lgjax.reproduce.claims import (
+from lgjax.claims import (
     Expectation,
     Measured,
     NotRun,
+    Outcome,
     dig,
     every_cell,
     fixed,
@@ -26,6 +27,24 @@ from lgjax.reproduce.claims import (
     summary,
 )
 
+LABELS = {  # a clause's leading label -> the published components it speaks about
+    "carrier": ("carrier_frac",), "alpha": ("alpha",), "c": ("c",), "R^2": ("R2",),
+    "ratios": ("g1_g0", "max_g_s4"), "accuracy": ("acc48", "in_range", "acc_range"),
+    "accuracies": ("ood_acc", "interp_acc"), "norms": ("norm_in", "norm_out"),
+    "pin": ("pin_mean_sd",), "selection": ("selected", "selects"), "peaks": ("peaks",),
+}
+FORMS = {r"fails \(well below RoPE\)": "fails"}  # this file's own tolerance form, beside the shared
+FAIL_FRACTION = 0.5  # "fails (well below RoPE)": its best accuracy at most half RoPE's worst
+
+
+def _fails(rule, name, pub, st, ctx) -> Outcome:
+    best, worst_ref = max(st.cells), min(ctx["reference"].cells)
+    ok = best <= FAIL_FRACTION * worst_ref
+    return Outcome(name, ok, f"best {best:.3g} {'<=' if ok else '>'} {FAIL_FRACTION:g} x "
+                             f"RoPE's worst {worst_ref:.3g}")
+
+
+RULES = {"fails": _fails}
 TRAIN_RANGE = (8, 16)  # spec: every experiment read here trains on lengths [8, 16]
 SPANS = {"inside": lambda L: TRAIN_RANGE[0] <= L <= TRAIN_RANGE[1],  # evaluation lengths
          "beyond": lambda L: L > TRAIN_RANGE[1]}
@@ -150,7 +169,7 @@ SWEEP_ROWS = {  # claim id suffix -> mechanics part (d) row
 TAU_DIVIDES, TAU_MULTIPLIES = "tau divides the logits", "tau multiplies the logits"
 
 
-def TAU_ROW(reading: str, tau: float) -> str:  # noqa: N802 -- the one place named in the docs
+def tau_row(reading: str, tau: float) -> str:
     """The mechanics part (d) row for the study's tau under a reading. Our `temperature` divides
     the logits (q.k / (sqrt(d_head) temperature)), so "tau multiplies the logits" is the run at
     temperature 1/tau: both readings are read from the same sweep rows."""
@@ -228,7 +247,7 @@ def dynamics(metric: str, near: int = 200):
 # ---------------------------------------------------------------- frequency
 
 
-def FREQUENCY_ROW(results, base: float) -> tuple[str, ...]:  # noqa: N802 -- named in the docs
+def frequency_row(results, base: float) -> tuple[str, ...]:
     """Path of the K = 2 row for a rotary base. The study's setting is K = 2: a row run at
     another K is not read (the claim is then "not run")."""
     path = (f"{base:g}",)
@@ -241,7 +260,7 @@ def FREQUENCY_ROW(results, base: float) -> tuple[str, ...]:  # noqa: N802 -- nam
 
 def frequency(base: float):
     def measure(results):
-        path = FREQUENCY_ROW(results, base)
+        path = frequency_row(results, base)
         row = lambda *p: get(results, "frequency", *path, *p)
         sel = column(results, "frequency", (*path, "selected_offset"), 32)
         return Measured({"g1_g0": fixed(row("g1_over_g0")),
@@ -311,7 +330,7 @@ REGISTRY: dict = {
     "t3.softmax_key_frac": seeds("linear", "softmax", "carrier_key", guard=CONFIG_K2),
     "t3.softmax_cos": seeds("linear", "softmax", "align_shifted", guard=CONFIG_K2),
     **{f"t4.{name}": sweep_row(row) for name, row in SWEEP_ROWS.items()},
-    **{f"t4.tau={tau}": {reading: sweep_row(TAU_ROW(reading, tau))
+    **{f"t4.tau={tau}": {reading: sweep_row(tau_row(reading, tau))
                          for reading in (TAU_DIVIDES, TAU_MULTIPLIES)}
        for tau in (0.5, 1.0, 2.0)},
     **{f"t5.base{b}": frequency(float(b)) for b in (1000, 10000, 100000)},
@@ -506,7 +525,7 @@ def ape_chance_every_decay_and_fix(results):
 def frequency_selects_every_length(results):
     seen, ok = [], True
     for base in (1000, 10000, 100000):
-        path = FREQUENCY_ROW(results, float(base))
+        path = frequency_row(results, float(base))
         offs = sorted(set(np.asarray(get(results, "frequency", *path, "selected_offset"))
                           .ravel().tolist()))
         ok &= offs == [-2]
@@ -518,7 +537,7 @@ def frequency_selects_every_length(results):
         "accuracy at 48: base 1e5 at most 0.15 below base 1e4 (and not above it by more than "
         "0.01)")
 def frequency_mild_loss(results):
-    acc = {base: float(column(results, "frequency", (*FREQUENCY_ROW(results, float(base)),
+    acc = {base: float(column(results, "frequency", (*frequency_row(results, float(base)),
                                                       "accuracy"), 48).mean())
            for base in (10000, 100000)}
     loss = acc[10000] - acc[100000]

@@ -19,7 +19,7 @@ from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig
 from lgjax.encodings import ENCODINGS, RopeOptions
 from lgjax.harness import study
 from lgjax.harness.ranges import option
-from lgjax.harness.study import RunOptions
+from lgjax.harness.study import RunOptions, Study
 from lgjax.studies.implicit_bias import common
 from lgjax.studies.implicit_bias import figures as plots
 
@@ -99,3 +99,6 @@ def table(res: dict) -> str:
                      f"{r['max_far_over_g0']:>24.3f}{common.mean_sd(acc):>22s}"
                      f"{str(list(r['selected_offset_at_length'])):>22s}{str(offs):>22s}")
     return "\n".join(lines)
+
+
+STUDY = Study(__name__, Config, runs, measure, table, check=check, figure=figure)

@@ -15,7 +15,7 @@ import numpy as np
 
 from lgjax.config import ModelConfig, RunConfig, TaskConfig
 from lgjax.harness import study
-from lgjax.harness.study import RunOptions
+from lgjax.harness.study import RunOptions, Study
 from lgjax.studies.implicit_bias import analysis, common
 from lgjax.studies.implicit_bias import figures as plots
 
@@ -62,3 +62,6 @@ def table(res: dict) -> str:
                      + f"{common.mean_sd(r['carrier_key']):>14s}"
                      + f"{common.mean_sd(r['align_shifted']):>17s}")
     return "\n".join(lines)
+
+
+STUDY = Study(__name__, Config, runs, measure, table, figure=figure)

@@ -22,7 +22,7 @@ from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig
 from lgjax.encodings import ENCODINGS, rope_freqs64
 from lgjax.harness import study
 from lgjax.harness.ranges import option
-from lgjax.harness.study import RunOptions
+from lgjax.harness.study import RunOptions, Study
 from lgjax.runs import open_run
 from lgjax.studies.implicit_bias import analysis, common
 from lgjax.studies.implicit_bias import figures as plots
@@ -174,3 +174,6 @@ def table(res: dict) -> str:
                          f"steps <= {np.max(r['solver_steps'])} + "
                          f"{np.max(r['solver_rounds'])} active-set rounds")
     return "\n".join(lines)
+
+
+STUDY = Study(__name__, Config, runs, measure, table, check=check, figure=figure, scale=SCALE)

@@ -25,7 +25,7 @@ from lgjax import evaluate
 from lgjax.config import ModelConfig, RunConfig, TaskConfig
 from lgjax.harness import study
 from lgjax.harness.ranges import option
-from lgjax.harness.study import RunOptions
+from lgjax.harness.study import RunOptions, Study
 from lgjax.studies.implicit_bias import analysis, common, dynamics
 from lgjax.studies.implicit_bias import figures as plots
 
@@ -220,3 +220,6 @@ def table(res: dict) -> str:
                              f"{r['carrier_key']:.3f}  alpha {r['fit']['alpha']:.3f} c "
                              f"{r['fit']['c']:.4f}  acc@{L} {r['accuracy'][-1]:.3f}")
     return "\n".join(lines)
+
+
+STUDY = Study(__name__, Config, runs, measure, table, figure=figure, scale=SCALE)

@@ -16,7 +16,7 @@ from pathlib import Path
 from lgjax import models
 from lgjax.config import ConfigError, RunConfig, TaskConfig
 from lgjax.harness import outputs, study
-from lgjax.harness.study import RunOptions
+from lgjax.harness.study import RunOptions, Study
 from lgjax.studies.implicit_bias import common, tables
 from lgjax.studies.implicit_bias import figures as plots
 
@@ -75,3 +75,7 @@ figure = plots.multiseed_figure  # (result, stem): drawn from the results alone
 def write_extra(result: dict, out: Path) -> list[str]:
     outputs.write_csv(tables.rows(result, result["encodings"]), out / "results.csv")
     return ["results.csv"]
+
+
+STUDY = Study(__name__, Config, runs, measure, table, check=check, write_extra=write_extra,
+              figure=figure)

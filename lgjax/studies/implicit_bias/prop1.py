@@ -18,7 +18,7 @@ import numpy as np
 from lgjax import train
 from lgjax.config import ModelConfig, RunConfig, TaskConfig
 from lgjax.harness import study
-from lgjax.harness.study import RunOptions
+from lgjax.harness.study import RunOptions, Study
 from lgjax.studies.implicit_bias import analysis, common
 from lgjax.studies.implicit_bias import figures as plots
 
@@ -78,3 +78,6 @@ def table(res: dict) -> str:
                      + "".join(f"{common.mean_sd([f[k] for f in fits]):>16s}"
                                for k in ("alpha", "c", "r2")))
     return "\n".join(lines)
+
+
+STUDY = Study(__name__, Config, runs, measure, table, figure=figure)

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from lgjax.harness.ranges import option
-from lgjax.harness.study import RunOptions
+from lgjax.harness.study import RunOptions, Study
 from lgjax.studies.implicit_bias import common, multiseed
 from lgjax.studies.implicit_bias import figures as plots
 
@@ -73,3 +73,6 @@ def table(res: dict) -> str:
         lines.append(f"{enc:9s}{str(r['argmax_relative']):>28s}{str(r['argmax_absolute']):>28s}"
                      f"{r['spread_relative']:>13.3f}{r['spread_absolute']:>13.3f}")
     return "\n".join(lines)
+
+
+STUDY = Study(__name__, Config, runs, measure, table, eval_lengths=eval_lengths, figure=figure)

@@ -22,7 +22,7 @@ from lgjax.config import RunConfig, TaskConfig
 from lgjax.devices import map_seeds
 from lgjax.harness import study
 from lgjax.harness.ranges import option
-from lgjax.harness.study import RunOptions
+from lgjax.harness.study import RunOptions, Study
 from lgjax.keys import EVAL, stream
 from lgjax.studies.implicit_bias import common, multiseed
 from lgjax.studies.implicit_bias import figures as plots
@@ -163,3 +163,7 @@ def table(results: dict) -> str:
                      f"key carrier fraction {r['shift_head_key_carrier'][0]:.3f} vs 1/d_head "
                      f"{r['inverse_d_head']:.4f}")
     return "\n".join(lines)
+
+
+STUDY = Study(__name__, Config, runs, measure, table, check=check, eval_lengths=eval_lengths,
+              figure=figure)

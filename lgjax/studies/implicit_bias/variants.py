@@ -23,7 +23,7 @@ import numpy as np
 from lgjax.config import ModelConfig, RunConfig, TaskConfig
 from lgjax.encodings import d_head
 from lgjax.harness import study
-from lgjax.harness.study import RunOptions
+from lgjax.harness.study import RunOptions, Study
 from lgjax.studies.implicit_bias import analysis, common
 from lgjax.studies.implicit_bias import figures as plots
 
@@ -124,3 +124,6 @@ def table(res: dict) -> str:
                      + "  max-head peak by length " + " ".join(f"{v:.3f}" for v in ph.max(-1)))
         lines.append(line)
     return "\n".join(lines)
+
+
+STUDY = Study(__name__, Config, runs, measure, table, figure=figure)

@@ -18,8 +18,7 @@ STUDY = StudyDeclaration(
         "realizability-report": Command(_ + "report", "alpha vs trained LG"),
     },
     experiments=("realizability-alpha", "realizability-train", "realizability-report"),
-    # quick, 2 jobs, 2-core CPU beside a background job (2026-12-02): the main grid 1064 s, the
-    # L0 grids 278 s (L0 = 10) and 958 s (L0 = 40), the other steps 3-48 s each
+    # the longest at --quick (README, Performance: the measurements behind the defaults)
     longest_first=("realizability-train", "realizability-train-L0"),
     claims="realizability.json",
     readers=_ + "claims",

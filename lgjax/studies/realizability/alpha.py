@@ -25,7 +25,8 @@ import numpy as np
 from lgjax.config import require
 from lgjax.encodings import ENCODINGS
 from lgjax.harness.ranges import option
-from lgjax.studies.realizability import score as R
+from lgjax.harness.study import Study
+from lgjax.studies.realizability import score as scoring
 from lgjax.studies.realizability.score import TASK_NAMES
 
 ABLATIONS = ("lbfgs", "min_norm", "margin")
@@ -71,8 +72,8 @@ class Config:
     tie: float = option(1e-6, ge=0)  # a key within this of the target's score counts as a miss
     out: str = "results/realizability-alpha"  # results.json, alpha.png/.pdf
 
-    def recipe(self) -> R.Recipe:
-        return R.Recipe(**{f.name: getattr(self, f.name) for f in fields(R.Recipe)})
+    def recipe(self) -> scoring.Recipe:
+        return scoring.Recipe(**{f.name: getattr(self, f.name) for f in fields(scoring.Recipe)})
 
 
 def alpha_undefined(name: str) -> str | None:
@@ -95,10 +96,10 @@ def check(cfg: Config) -> None:
     for enc in (*cfg.encodings, *cfg.scale_encodings):
         why = alpha_undefined(enc) if enc in ENCODINGS else None
         require(why is None, "encodings", str(why))
-        require(enc in R.HEADS, "encodings", f"unknown encoding {enc!r}; choose from "
-                f"{sorted(R.HEADS)}")
+        require(enc in scoring.HEADS, "encodings", f"unknown encoding {enc!r}; choose from "
+                f"{sorted(scoring.HEADS)}")
     for name in cfg.tasks:
-        need = R.min_length(name)  # raises ConfigError for an unknown or malformed name
+        need = scoring.min_length(name)  # raises ConfigError for an unknown or malformed name
         require(cfg.L0 >= need, "L0", f"task {name!r} needs L0 >= {need}; raise L0")
     require(len(cfg.lengths) > 0 and min(cfg.lengths) > cfg.L0, "lengths",
             f"transfer lengths must exceed L0 = {cfg.L0}")
@@ -121,7 +122,7 @@ def families(cfg: Config) -> list[dict]:
     main setting first where the family holds it."""
     main, out = (cfg.base, cfg.scale), []
     for enc in cfg.encodings:
-        if not R.HEADS[enc].frequencies:
+        if not scoring.HEADS[enc].frequencies:
             out.append({"encoding": enc, "num": cfg.num, "settings": [main]})
             continue
         scales = cfg.sweep_scales if enc in cfg.scale_encodings else ()
@@ -136,15 +137,15 @@ def families(cfg: Config) -> list[dict]:
 def measure(cfg: Config, trained: dict | None = None) -> dict:
     t0 = time.perf_counter()
     recipe, Lmax = cfg.recipe(), max(cfg.lengths)
-    scored = [n for n in cfg.tasks if R.positional(n)]
-    t_TxL0 = jnp.asarray(np.stack([R.targets(n, cfg.L0) for n in scored]))
-    rows_TxRxL = jnp.asarray(np.stack([R.row_sets(n, cfg.L0, cfg.lengths, Lmax)
+    scored = [n for n in cfg.tasks if scoring.positional(n)]
+    t_TxL0 = jnp.asarray(np.stack([scoring.targets(n, cfg.L0) for n in scored]))
+    rows_TxRxL = jnp.asarray(np.stack([scoring.row_sets(n, cfg.L0, cfg.lengths, Lmax)
                                        for n in scored]))
     rows, timing = [], []
     for fam in families(cfg):
-        enc, head, tf = fam["encoding"], R.HEADS[fam["encoding"]], time.perf_counter()
-        theta = np.stack([R.frequencies(fam["num"], b, s) for b, s in fam["settings"]])
-        out = jax.tree.map(np.asarray, R.reference_family(
+        enc, head, tf = fam["encoding"], scoring.HEADS[fam["encoding"]], time.perf_counter()
+        theta = np.stack([scoring.frequencies(fam["num"], b, s) for b, s in fam["settings"]])
+        out = jax.tree.map(np.asarray, scoring.reference_family(
             enc, head.shape(fam["num"], cfg.L0), recipe, jnp.asarray(theta), t_TxL0, rows_TxRxL))
         timing.append({"program": f"reference {enc} num={fam['num']}",
                        "cells": len(fam["settings"]) * len(scored),
@@ -154,13 +155,14 @@ def measure(cfg: Config, trained: dict | None = None) -> dict:
             main = fam["num"] == cfg.num and (base, scale) == (cfg.base, cfg.scale)
             rows += _rows(enc, "reference", setting, main, out, s, scored, cfg)
     tf = time.perf_counter()
-    out = R.ablations(recipe, cfg.encodings, cfg.num, R.frequencies(cfg.num, cfg.base, cfg.scale),
-                      t_TxL0, rows_TxRxL, rconds=cfg.min_norm_rconds)
+    out = scoring.ablations(recipe, cfg.encodings, cfg.num,
+                            scoring.frequencies(cfg.num, cfg.base, cfg.scale), t_TxL0,
+                            rows_TxRxL, rconds=cfg.min_norm_rconds)
     timing.append({"program": "ablations (float64, all encodings)",
                    "cells": len(out) * len(cfg.encodings) * len(scored),
                    "seconds": time.perf_counter() - tf})
     for e, enc in enumerate(cfg.encodings):
-        setting = _setting(R.HEADS[enc], cfg.num, cfg.base, cfg.scale)
+        setting = _setting(scoring.HEADS[enc], cfg.num, cfg.base, cfg.scale)
         for sel in out:
             rows += _rows(enc, sel, setting, True, out[sel], e, scored, cfg)
     return {"experiment": "realizability-alpha", "config": asdict(cfg),
@@ -300,7 +302,7 @@ def _sweep_block(result, enc) -> list[str]:
 def table(result: dict) -> str:
     lines = _alpha_block(result, "reference") + [""] + _ablation_block(result) + [""]
     for enc in result["config"]["encodings"]:
-        if R.HEADS[enc].frequencies:
+        if scoring.HEADS[enc].frequencies:
             lines += _sweep_block(result, enc) + [""]
     t = result["timing"]
     lines.append(f"measure: {result['wall_seconds']:.1f} s wall for {len(t)} programs "
@@ -346,3 +348,6 @@ def _mark(row) -> str:
     if row["acc_L0"] is None:
         return " def"
     return "*" if "not realized at L0" in row["flags"] else ""
+
+
+STUDY = Study(__name__, Config, runs, measure, table, check=check, figure=figure)

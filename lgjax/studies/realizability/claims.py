@@ -1,7 +1,7 @@
 """Measurements behind the realizability claims (realizability.json, beside this module).
 
 REGISTRY maps each claim id to a function of the results dicts {experiment: results} that
-returns the measured components (lgjax.reproduce.claims.Measured):
+returns the measured components (lgjax.claims.Measured):
   realizability-alpha   the alpha study's results.json (L0 = 20, every selection and sweep);
   realizability-train   the trained grid's results.json (programs per tier x encoding);
   realizability-report  realizability-report's report.json (per-seed rows with alpha, the
@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from lgjax.reproduce.claims import Measured, NotRun, every_cell, fixed, get, over_seeds, summary
-from lgjax.studies.realizability import report as R
+from lgjax.claims import Measured, NotRun, every_cell, fixed, get, over_seeds, summary
+from lgjax.studies.realizability import report as report_command
 from lgjax.studies.realizability import stats
 
 ENCODING = {"learned-abs": "ape"}  # the claims file's names -> ours
-CORE = R.CORE_TASKS  # the main grid's 7 tasks
+CORE = report_command.CORE_TASKS  # the main grid's 7 tasks
 TABLE8_TASKS = ("prev", "skip-3", "copy", "reverse", "first")  # x the 5 encodings: 25 cells
 ALL_TASKS = "all 10 tasks (extra row)"
 SEVEN = "7 main-grid tasks"
@@ -176,9 +176,9 @@ def tier_stats(results, tier: str, tasks: tuple | None) -> dict:
             raise NotRun(f"{tier} not trained ({TIERS_FLAG} {tier}; "
                          f"{COST.get(tier, 'cost unmeasured')})")
         th = get(results, "realizability-report", "thresholds")
-        cfg = R.Config(learnable=th["learnable"], alpha_min=th["alpha_min"],
+        cfg = report_command.Config(learnable=th["learnable"], alpha_min=th["alpha_min"],
                        lg_min=th["lg_min"], resamples=th["resamples"])
-        _STATS[key] = R.tier_stats(rows, cfg)
+        _STATS[key] = report_command.tier_stats(rows, cfg)
     return _STATS[key]
 
 
@@ -211,7 +211,7 @@ def precision(tier: str):
 def ci_includes_zero(tasks):
     def measure(results):
         out = {}
-        for tier in R.EXPECTED_TIERS:
+        for tier in report_command.EXPECTED_TIERS:
             lo, hi = (defined(x, f"{tier} rho interval") for x in
                       tier_stats(results, tier, tasks)["rho_ci"])
             out[tier] = every_cell([bool(lo <= 0 <= hi)])
@@ -226,7 +226,7 @@ def separation(tasks):
 
 def main_count(results) -> Measured:
     c = get(results, "realizability-report", "counts")
-    absent = [t for t in R.EXPECTED_TIERS if not c["per_tier"].get(t, {}).get("main")]
+    absent = [t for t in report_command.EXPECTED_TIERS if not c["per_tier"].get(t, {}).get("main")]
     if absent:
         raise NotRun(f"{', '.join(absent)} not trained ({TIERS_FLAG} {','.join(absent)}; "
                      + "; ".join(f"{t} {COST[t]}" for t in absent) + ")")
@@ -347,8 +347,8 @@ def _sweep_claim(enc, setting):
 REGISTRY: dict = {
     **{f"t3.{e}.{t}.alpha60": alpha60(e, t) for e, t in T3},
     **{f"t3.{e}.{t}.lg60_{tier}": lg60(e, t, tier) for e, t in T3 for tier in ("1L1H", "2L4H")},
-    **{f"t4.{tier}.rho": rho(tier) for tier in R.EXPECTED_TIERS},
-    **{f"t4.{tier}.precision": precision(tier) for tier in R.EXPECTED_TIERS},
+    **{f"t4.{tier}.rho": rho(tier) for tier in report_command.EXPECTED_TIERS},
+    **{f"t4.{tier}.precision": precision(tier) for tier in report_command.EXPECTED_TIERS},
     "t4.ci_includes_zero_at_depth": readings(ci_includes_zero),
     **{f"t5.{name}": kernel_fit(name) for name in FITS},
     **{f"t6.{e}.{t}": slot_task(e, t) for e in ("learned-abs", "sinusoidal", "nope")

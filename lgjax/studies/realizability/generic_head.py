@@ -1,5 +1,5 @@
 """A positional-only head for any registered encoding, read off its `Encoding` behaviours, so that
-alpha_L (score.py) needs no head written per encoding (spec: realizability.md, issue 21).
+alpha_L (score.py) needs no head written per encoding (spec: realizability.md).
 
 The score is linear in its free parameters w, built from the encoding's own features:
   additive part  S += Phi W Phi^T, Phi [L, D] the encoding's embedding rows; an embedding that
@@ -36,7 +36,7 @@ import numpy as np
 from lgjax.config import ModelConfig
 from lgjax.encodings import ENCODINGS, AlibiOptions, ApeOptions, RopeOptions, SinusoidalOptions
 from lgjax.errors import ConfigError
-from lgjax.studies.realizability import score as R
+from lgjax.studies.realizability import score as scoring
 
 
 @dataclass(frozen=True)
@@ -212,7 +212,7 @@ def spec_options(name: str, L0: int, Lmax: int, base: float | None, scale: float
 
 
 @partial(jax.jit, static_argnames=("shape", "recipe"))
-def reference_family(shape, recipe: R.Recipe, arrays_S: dict, nonneg_P, t_TxL0, rows_TxRxL):
+def reference_family(shape, recipe: scoring.Recipe, arrays_S: dict, nonneg_P, t_TxL0, rows_TxRxL):
     """score.reference_family on generic heads: hit fractions [S, T, R] and the CE path's
     start, end and largest one-step rise, for every (setting, task)."""
     L0, Lmax = t_TxL0.shape[1], rows_TxRxL.shape[2]
@@ -222,16 +222,16 @@ def reference_family(shape, recipe: R.Recipe, arrays_S: dict, nonneg_P, t_TxL0, 
     proj = lambda w: jnp.where(mask, jnp.maximum(w, 0.0), w)
 
     def one(arrays, t_L0, rows_RxL):
-        w, ce = R.fit_reference(lambda w: kernel(arrays, w, L0), jnp.zeros(shape), proj,
+        w, ce = scoring.fit_reference(lambda w: kernel(arrays, w, L0), jnp.zeros(shape), proj,
                                 t_L0, recipe)
-        return {"frac": R.fractions(kernel(arrays, w, Lmax), rows_RxL, recipe.tie),
+        return {"frac": scoring.fractions(kernel(arrays, w, Lmax), rows_RxL, recipe.tie),
                 "ce_start": ce[0], "ce_end": ce[-1], "ce_max_rise": jnp.max(jnp.diff(ce))}
 
     over_tasks = jax.vmap(one, in_axes=(None, 0, 0))
     return jax.vmap(over_tasks, in_axes=(0, None, None))(arrays_S, t_TxL0, rows_TxRxL)
 
 
-def fit_heads(heads: list[GenericHead], recipe: R.Recipe, t_TxL0, rows_TxRxL) -> dict:
+def fit_heads(heads: list[GenericHead], recipe: scoring.Recipe, t_TxL0, rows_TxRxL) -> dict:
     """The pinned selection on heads of one shape (one per setting), as numpy leaves [S, T, ...]."""
     arrays = jax.tree.map(lambda *a: jnp.asarray(np.stack(a)), *[h.arrays() for h in heads])
     out = reference_family(heads[0].shape(), recipe, arrays, jnp.asarray(heads[0].nonneg_P),
@@ -244,14 +244,14 @@ def alpha_rows(cfg, encodings=None, options=None) -> list[dict]:
     generic head in place of each pinned map: alpha.Config `cfg`; `options(name, base, scale)`
     gives an encoding's options at a setting (default: spec_options); a setting an encoding
     cannot express (None) is left out."""
-    from lgjax.studies.realizability import alpha as A
+    from lgjax.studies.realizability import alpha as alpha_command
 
     encodings = tuple(encodings or cfg.encodings)
     Lmax = max(cfg.lengths)
     opts = options or (lambda n, b, s: spec_options(n, cfg.L0, Lmax, b, s))
-    scored = [n for n in cfg.tasks if R.positional(n)]
-    t_TxL0 = np.stack([R.targets(n, cfg.L0) for n in scored])
-    rows_TxRxL = np.stack([R.row_sets(n, cfg.L0, cfg.lengths, Lmax) for n in scored])
+    scored = [n for n in cfg.tasks if scoring.positional(n)]
+    t_TxL0 = np.stack([scoring.targets(n, cfg.L0) for n in scored])
+    rows_TxRxL = np.stack([scoring.row_sets(n, cfg.L0, cfg.lengths, Lmax) for n in scored])
     rows = []
     for fam in _families(cfg, encodings):
         enc, num = fam["encoding"], fam["num"]
@@ -260,20 +260,21 @@ def alpha_rows(cfg, encodings=None, options=None) -> list[dict]:
             continue
         heads = [generic_head(enc, opts(enc, *s), 2 * num, Lmax) for s in settings]
         out = fit_heads(heads, cfg.recipe(), t_TxL0, rows_TxRxL)
-        pinned = R.HEADS.get(enc, R.Head(None, None))
+        pinned = scoring.HEADS.get(enc, scoring.Head(None, None))
         for k, (base, scale) in enumerate(settings):
             main = num == cfg.num and (base, scale) == (cfg.base, cfg.scale)
-            rows += A._rows(enc, "reference", A._setting(pinned, num, base, scale), main, out, k,
-                            scored, cfg)
+            setting = alpha_command._setting(pinned, num, base, scale)
+            rows += alpha_command._rows(enc, "reference", setting, main, out, k, scored, cfg)
     return rows
 
 
 def _families(cfg, encodings) -> list[dict]:
     """alpha.families for the pinned maps' encodings (their sweeps); any other at the main
     setting only."""
-    from lgjax.studies.realizability import alpha as A
+    from lgjax.studies.realizability import alpha as alpha_command
 
-    pinned = [e for e in encodings if e in R.HEADS]
-    fams = A.families(dataclasses.replace(cfg, encodings=tuple(pinned))) if pinned else []
+    pinned = [e for e in encodings if e in scoring.HEADS]
+    fams = (alpha_command.families(dataclasses.replace(cfg, encodings=tuple(pinned)))
+            if pinned else [])
     return fams + [{"encoding": e, "num": cfg.num, "settings": [(cfg.base, cfg.scale)]}
-                   for e in encodings if e not in R.HEADS]
+                   for e in encodings if e not in scoring.HEADS]

@@ -18,22 +18,22 @@ from pathlib import Path
 import jax
 
 from lgjax.config import ConfigError
-from lgjax.studies.realizability import alpha as A
-from lgjax.studies.realizability import report as R
-from lgjax.studies.realizability import train as T
+from lgjax.studies.realizability import alpha as alpha_command
+from lgjax.studies.realizability import report as report_command
+from lgjax.studies.realizability import train as train_command
 
 STUDY = "realizability"
 TABLE8_TASKS = ("prev", "skip-3", "copy", "reverse", "first")
 SENSITIVITY_L0 = (10, 40)  # beside the main grid's L0 = 20
 ROPE_SCALES = (0.3, 0.1, 0.03, 0.01)  # beside the main grid's 1.0
-MAIN_SETTING_ONLY = {"sweep_nums": (A.Config().num,), "sweep_bases": (A.Config().base,),
-                     "sweep_scales": (A.Config().scale,)}  # no frequency sweep
+_ALPHA = alpha_command.Config()
+MAIN_SETTING_ONLY = {"sweep_nums": (_ALPHA.num,), "sweep_bases": (_ALPHA.base,),
+                     "sweep_scales": (_ALPHA.scale,)}  # no frequency sweep
 CPU_TIERS = ("1L1H",)  # the tier the theory describes; the others on request on a CPU
 SCALE_TIERS = ("1L1H", "2L4H")  # Table 7's
 # --quick: smaller evaluations and bootstraps (the run options come from QUICK_RUN). The grids
-# at XLA's defaults: their steps outweigh the compilation even at 300 steps (RoPE's 1L1H program
-# at the quick scale, empty compilation caches, 2-core AVX2 CPU, 2026-12-04: 64.7 s against
-# 129.7 s with --fast-compile)
+# at XLA's defaults: their steps outweigh the compilation even at 300 steps (README,
+# Performance: the measurements behind the defaults)
 QUICK = {"alpha": {}, "train": {"run": {"eval_sequences": 256, "fast_compile": False}},
          "report": {"resamples": 1000}, "scale_check": {"run": {"seeds": 2}}}
 
@@ -41,13 +41,14 @@ QUICK = {"alpha": {}, "train": {"run": {"eval_sequences": 256, "fast_compile": F
 def tiers(cfg) -> tuple[str, ...]:
     given = tuple(cfg.tiers)
     if given == ("all",) or (not given and jax.default_backend() != "cpu"):
-        return T.Config().tiers
+        return train_command.Config().tiers
     for t in given:
-        T.tier_shape(t)  # a malformed tier is one line, before anything runs
-    unknown = [t for t in given if t not in T.Config().tiers]
+        train_command.tier_shape(t)  # a malformed tier is one line, before anything runs
+    unknown = [t for t in given if t not in train_command.Config().tiers]
     if unknown:
-        raise ConfigError(f"--tiers: {unknown}; choose from {','.join(T.Config().tiers)} or all")
-    return tuple(t for t in T.Config().tiers if t in CPU_TIERS + given)
+        known = ",".join(train_command.Config().tiers)
+        raise ConfigError(f"--tiers: {unknown}; choose from {known} or all")
+    return tuple(t for t in train_command.Config().tiers if t in CPU_TIERS + given)
 
 
 def _replace(config, over: dict):
@@ -59,64 +60,66 @@ def _replace(config, over: dict):
 
 
 def steps(cfg, root: Path, quick_run) -> list:
-    from lgjax.reproduce.command import Step, run_devices
+    from lgjax.harness.declare import Step, run_devices
 
     out, chosen = Path(cfg.out), tiers(cfg)
     quick = QUICK if cfg.quick else {}
 
     def grid(name: str, sub: Path, **over):
-        run = quick_run if cfg.quick else T.Config().run
+        run = quick_run if cfg.quick else train_command.Config().run
         run = dataclasses.replace(run, out=str(sub), ckpt_root=str(root),
                                   progress=cfg.progress, devices=min(run_devices(cfg), 1))
-        c = _replace(dataclasses.replace(T.Config(), run=run), quick.get("train", {}))
+        c = _replace(dataclasses.replace(train_command.Config(), run=run), quick.get("train", {}))
         return dataclasses.replace(c, name=name, **over)  # the step's own settings last
 
     def alpha(sub: Path, **over):
-        c = _replace(A.Config(), quick.get("alpha", {}))
+        c = _replace(alpha_command.Config(), quick.get("alpha", {}))
         return dataclasses.replace(c, out=str(sub), **over)
 
     # cheapest first, so that a run stopped early has the most finished parts
-    plan = [Step("realizability-alpha", "", A, alpha(out / "realizability-alpha"),
+    plan = [Step("realizability-alpha", "", alpha_command, alpha(out / "realizability-alpha"),
                  out / "realizability-alpha")]
     sens_alpha, sens_train, scales = [], [], []
     for L0 in SENSITIVITY_L0:
         sub = out / "sensitivity" / f"alpha-L0={L0}"
         sens_alpha.append(sub)
-        plan.append(Step("realizability-alpha-L0", f"L0={L0}", A,
+        plan.append(Step("realizability-alpha-L0", f"L0={L0}", alpha_command,
                          alpha(sub, L0=L0, lengths=(3 * L0,), focus_length=3 * L0,
                                tasks=TABLE8_TASKS, **MAIN_SETTING_ONLY),
                          sub, part_of="realizability-report"))
     for s in ROPE_SCALES:
         sub = out / "rope-scale" / f"scale={s:g}"
         scales.append(sub)
-        plan.append(Step("realizability-train-scale", f"{s:g}", T,
+        plan.append(Step("realizability-train-scale", f"{s:g}", train_command,
                          grid(f"realizability-rope-scale-{s:g}", sub, tiers=("1L1H",),
-                              encodings=("rope",), tasks=(R.SCALE_TASK,), rope_scale=s),
+                              encodings=("rope",), tasks=(report_command.SCALE_TASK,),
+                              rope_scale=s),
                          sub, part_of="realizability-report"))
     main = out / "realizability-train"
-    plan.append(Step("realizability-train", "", T, grid("realizability", main, tiers=chosen),
-                     main))
+    plan.append(Step("realizability-train", "", train_command,
+                     grid("realizability", main, tiers=chosen), main))
     for L0 in SENSITIVITY_L0:
         sub = out / "sensitivity" / f"train-L0={L0}"
         sens_train.append(sub)
-        plan.append(Step("realizability-train-L0", f"L0={L0}", T,
+        plan.append(Step("realizability-train-L0", f"L0={L0}", train_command,
                          grid(f"realizability-L0-{L0}", sub, tiers=("1L1H",), L0=L0,
                               tasks=TABLE8_TASKS, test_lengths=(3 * L0,)),
                          sub, part_of="realizability-report"))
     check = out / "scale-check"
     deep = [t for t in chosen if t != "1L1H"]
     if deep:
-        c = grid("realizability-d128", check, tiers=SCALE_TIERS, tasks=R.CORE_TASKS, d=128,
-                 vocab=64)
-        plan.append(Step("realizability-scale-check", "", T,
+        c = grid("realizability-d128", check, tiers=SCALE_TIERS,
+                 tasks=report_command.CORE_TASKS, d=128, vocab=64)
+        plan.append(Step("realizability-scale-check", "", train_command,
                          _replace(c, {"run": {"seeds": 2}, **quick.get("scale_check", {})}),
                          check, part_of="realizability-report"))
     rep = dataclasses.replace(
-        R.Config(), results=str(main), alpha=str(out / "realizability-alpha" / "results.json"),
+        report_command.Config(), results=str(main),
+        alpha=str(out / "realizability-alpha" / "results.json"),
         out=str(out / "realizability-report"),
         sensitivity=tuple(map(str, sens_train)),
         sensitivity_alpha=tuple(str(p / "results.json") for p in sens_alpha),
         rope_scale=tuple(map(str, scales)), scale_check=str(check) if deep else "",
         **quick.get("report", {}))
-    plan.append(Step("realizability-report", "", R, rep, out / "realizability-report"))
+    plan.append(Step("realizability-report", "", report_command, rep, out / "realizability-report"))
     return plan

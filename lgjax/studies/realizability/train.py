@@ -18,7 +18,6 @@ Expect: see realizability-report, which sets these numbers beside alpha.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import sys
@@ -35,8 +34,8 @@ from lgjax.config import ConfigError, ModelConfig, TrainConfig
 from lgjax.devices import is_leader
 from lgjax.encodings import AlibiOptions, ApeOptions, RopeOptions
 from lgjax.harness.ranges import option
-from lgjax.harness.study import RunOptions, Trained
-from lgjax.studies.realizability import score as R
+from lgjax.harness.study import RunOptions, Study, Trained, product_parts
+from lgjax.studies.realizability.score import TASK_NAMES, task_config
 
 ENCODING_OPTIONS = {  # Config -> the options an encoding trains with (the rest: defaults)
     "ape": lambda cfg: ApeOptions(oob="clamp", train_max=cfg.L0, size=max(cfg.test_lengths)),
@@ -56,7 +55,7 @@ RESULT_FIELDS = ("tier", "encoding", "tasks", "seeds", "lengths", "train_acc", "
 class Config:
     tiers: tuple[str, ...] = ("1L1H", "2L4H", "4L4H")  # model tiers <layers>L<heads>H, in order
     encodings: tuple[str, ...] = ("ape", "nope", "alibi", "sinusoidal", "rope")  # one program each
-    tasks: tuple[str, ...] = R.TASK_NAMES  # task rows: name, or skip-k (offset k) / pos-k (slot k)
+    tasks: tuple[str, ...] = TASK_NAMES  # task rows: name, or skip-k (offset k) / pos-k (slot k)
     L0: int = option(20, ge=1)  # every training sequence has exactly this length
     test_lengths: tuple[int, ...] = (30, 40, 50, 60, 80)  # LG@L: accuracy on rows i >= L0
     d: int = option(64, ge=1)  # model width
@@ -89,7 +88,7 @@ def program_grid(cfg: Config, tier: str, encoding: str) -> grid.Grid:
                     ckpt_every=cfg.ckpt_every, seed_axis=cfg.seed_axis,
                     random_positions=cfg.run.random_positions,
                     fast_compile=cfg.run.fast_compile)
-    return grid.Grid(tuple(R.task_config(n, cfg.vocab) for n in cfg.tasks), model, t,
+    return grid.Grid(tuple(task_config(n, cfg.vocab) for n in cfg.tasks), model, t,
                      layout=grid.resolve_layout(cfg.layout))
 
 
@@ -184,9 +183,7 @@ def measured_runs(cfg: Config) -> dict[str, tuple[grid.Grid, Path]]:
 def parts(cfg: Config) -> dict[str, Config]:
     """One command per program (tier x encoding): on one accelerator several programs share it
     (`reproduce --jobs N`), and the whole grid then reads their saved measurements."""
-    split = {f"{tier}-{enc}": dataclasses.replace(cfg, tiers=(tier,), encodings=(enc,))
-             for tier in cfg.tiers for enc in cfg.encodings}
-    return split if len(split) > 1 else {}
+    return product_parts(cfg, "tiers", "encodings")
 
 
 def on_trained(cfg: Config, name: str, t: Trained) -> None:
@@ -235,3 +232,7 @@ def table(result: dict) -> str:
                          + " ".join(f"{x:5.3f}" for x in lg)
                          + f" | {np.mean(np.asarray(p['acc_all'][i])[:, -1]):5.3f}")
     return "\n".join(lines[1:])
+
+
+STUDY = Study(__name__, Config, runs, measure, table, check=check, eval_lengths=eval_lengths,
+              on_trained=on_trained, measured_runs=measured_runs, parts=parts)

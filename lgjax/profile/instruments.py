@@ -19,13 +19,13 @@ from lgjax.encodings import ENCODINGS, kernel_undefined
 from lgjax.harness import study
 from lgjax.harness.outputs import jsonable
 from lgjax.harness.study import RunOptions, run_study
+from lgjax.profile.recipes import Recipe
+from lgjax.profile.summary import CONTRACT
 from lgjax.runs import open_run
 from lgjax.studies.contract import lab
 from lgjax.studies.contract import scores as contracts
 from lgjax.studies.contract import train as contract_train
 from lgjax.studies.implicit_bias import multiseed, prop1
-from lgjax.studies.profile.recipes import Recipe
-from lgjax.studies.profile.summary import CONTRACT
 from lgjax.studies.realizability import alpha as A
 from lgjax.studies.realizability import generic_head as G
 from lgjax.studies.realizability import train as rtrain
@@ -71,7 +71,7 @@ def alpha(name: str, recipe: Recipe, options=None) -> dict:
 
 def _quiet_study(module, cfg) -> dict:
     with contextlib.redirect_stdout(io.StringIO()):  # the card prints the numbers
-        return run_study(module, cfg)
+        return run_study(module.STUDY, cfg)
 
 
 def _run(seeds: int, steps: int, batch: int, eval_sequences: int, results: Path, ckpt: Path,
@@ -111,10 +111,10 @@ def cm_config(name: str, recipe: Recipe, out: Path, M: int = 0, **over) -> contr
 def preflight(name: str, recipe: Recipe, out: Path, M: int = 0) -> None:
     """Every check of the trained instruments' runs, before anything trains or is written."""
     for cfg in ib_configs(name, recipe, out, M).values():
-        study.preflight(multiseed, cfg)
-    study.preflight(rtrain, rz_config(name, recipe, out, M))
+        study.preflight(multiseed.STUDY, cfg)
+    study.preflight(rtrain.STUDY, rz_config(name, recipe, out, M))
     if recipe.contract_matrix:
-        study.preflight(contract_train, cm_config(name, recipe, out, M))
+        study.preflight(contract_train.STUDY, cm_config(name, recipe, out, M))
 
 
 def carrier(run_dir: str, L: int) -> dict:

@@ -1,4 +1,4 @@
-"""One encoding through every study's instruments, beside the canonical ones (issue 21).
+"""One encoding through every study's instruments, beside the canonical ones.
 
 instruments (each study's measurement for one encoding), recipes (quick / default / full),
 reference (the canonical encodings' numbers, shipped as reference.json), card (profile.md,

@@ -83,7 +83,8 @@ def breakdown(encoding: str, reps: int = 300) -> dict:
 
     return {"dispatch (empty jit call)": per_call(noop, key),
             "sample batch": per_call(sample, key),
-            # the same draw under JAX's other PRNG implementations (issue: a cheaper step?)
+            # the same draw under JAX's other PRNG implementations: would one make the step
+            # cheaper?
             **{f"sample batch ({impl})": per_call(sample, jax.random.key(1, impl=impl))
                for impl in ("rbg", "unsafe_rbg")},
             "loss forward": per_call(loss, params, batch),
@@ -174,7 +175,7 @@ def time_grid_program(g, layout: str, steps: int, repeats: int) -> tuple[float, 
 
 def time_grid(steps: int, peak: float, tier: str = "1L1H", encoding: str = "rope") -> dict:
     """The realizability grid's program at the pinned recipe: ms per cell-step and the share of
-    the matmul peak measured in the same run (issue 23's figure of merit)."""
+    the matmul peak measured in the same run (the grid's figure of merit)."""
     from lgjax.studies.realizability import train as rt
 
     cfg = rt.Config()
@@ -258,7 +259,7 @@ def main(cfg: Config) -> dict:
           f"{gr['gflop_per_cell_step']:.3f} GFLOP: {100 * gr['peak_fraction']:.0f}% of the "
           f"matmul peak {peak:.1f}")
     if cfg.table1:
-        from lgjax.harness import fixed_costs
+        from lgjax.bench import fixed_costs
 
         t1 = summary["table1"] = fixed_costs.measure()
         summary["table1_seconds"] = t1["wall_s"]

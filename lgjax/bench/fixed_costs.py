@@ -108,7 +108,7 @@ def measure(steps: int = 4000, cold: bool = False) -> dict:
         cfg = multiseed.Config(run=RunOptions(seeds=8, steps=steps, out=str(Path(tmp) / "out"),
                                               ckpt_root=str(Path(tmp) / "ck"), progress=False))
         t0 = time.perf_counter()
-        run_study(multiseed, cfg)
+        run_study(multiseed.STUDY, cfg)
         wall = time.perf_counter() - t0
     per_step = statistics.median(s / n for n, s in later if n >= 100)
     runs = len(first)

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from lgjax.harness.outputs import markdown_table, plt, save
-from lgjax.studies.profile.summary import FOCUS, IB_LONG
+from lgjax.profile.summary import FOCUS, IB_LONG
 
 
 def _f(v, fmt="{:.3f}") -> str:

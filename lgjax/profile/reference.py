@@ -2,8 +2,8 @@
 the package (reference.json), so that a profile trains only the new encoding.
 
 Regenerate (each recipe's canonical encodings, runs under --out):
-  nice python -m lgjax.studies.profile.reference --recipe quick --out /tmp/profile-reference
-It rewrites lgjax/studies/profile/reference.json's entry for that recipe, with the date.
+  nice python -m lgjax.profile.reference --recipe quick --out /tmp/profile-reference
+It rewrites lgjax/profile/reference.json's entry for that recipe, with the date.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 from lgjax.errors import ConfigError
-from lgjax.studies.profile import instruments, recipes, summary
+from lgjax.profile import instruments, recipes, summary
 
 FILE = Path(__file__).with_name("reference.json")
 CANONICAL = ("ape", "nope", "alibi", "sinusoidal", "rope")  # the realizability study's five
-COMMAND = "nice python -m lgjax.studies.profile.reference --recipe {recipe} --out DIR"
+COMMAND = "nice python -m lgjax.profile.reference --recipe {recipe} --out DIR"
 
 
 def load(path: Path = FILE) -> dict:
@@ -30,7 +30,7 @@ def checked(path: Path, recipe: str) -> dict | None:
     """The `recipe` entry of the reference file `path` (None where it has none), read and
     checked as the card will read it, before anything trains: a missing, unreadable, truncated
     or foreign file is a ConfigError naming --reference."""
-    fix = ("give the reference.json that `python -m lgjax.studies.profile.reference` writes, or "
+    fix = ("give the reference.json that `python -m lgjax.profile.reference` writes, or "
            "leave --reference out for the packaged one")
     if not path.is_file():
         raise ConfigError(f"--reference: {path} is not a file; {fix}")

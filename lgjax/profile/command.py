@@ -1,5 +1,5 @@
 """lgjax profile ENCODING: one encoding through every study's instruments, beside the canonical
-encodings (issue 21).
+encodings.
 
   contract lab at init (no training) | alpha_L with the generic head (no training) |
   implicit bias: fixed offset K = 1, 2 (trained) | realizability: 1L1H over its tasks (trained)
@@ -20,7 +20,7 @@ from lgjax.config import ConfigError
 from lgjax.encodings import ENCODINGS
 from lgjax.harness.outputs import check_writable
 from lgjax.harness.ranges import option
-from lgjax.studies.profile import card, instruments, options, recipes, reference, summary
+from lgjax.profile import card, instruments, options, recipes, reference, summary
 
 
 @dataclass(frozen=True)
