@@ -75,15 +75,12 @@ def cpu_device_count() -> int:
 def split_cpu_into_devices() -> None:
     """One XLA CPU device per core, so the seed (and grid-cell) axis splits over the cores.
 
-    On a CPU the small ops of these models parallelise badly inside one device: measured on a
-    2-core machine (2026-12-02), 2 devices against 1 took the Table-1 step from 0.33-0.38 to
-    0.16-0.21 ms per seed-step, the README's first command from 38.5 s to 26.5-28.9 s end to
-    end, and the 1L1H grid program from 6.4-6.8 to 4.0-4.9 ms per cell-step at the study's
-    serial layout (29-31% -> 44-47% of the matmul peak). Blocks of seeds then sum in another
-    order: the Table-1 run's parameters after 4000 steps differ by <= 1.5e-6, its accuracies and
-    selected offsets not at all, its mean attention by <= 1.2e-7. Only the CPU platform is
-    affected (an accelerator's devices are what they are). Left alone: a count set in XLA_FLAGS
-    (`lgjax launch` sets one per process), and a process whose JAX backend already started.
+    On a CPU the small ops of these models parallelise badly inside one device, so several
+    devices run faster end to end (README, "The measurements behind the defaults"). Blocks of
+    seeds then sum in another order: parameters differ in their last bits, accuracies and
+    selected offsets not at all. Only the CPU platform is affected (an accelerator's devices
+    are what they are). Left alone: a count set in XLA_FLAGS (`lgjax launch` sets one per
+    process), and a process whose JAX backend already started.
     """
     if FORCE_COUNT in os.environ.get("XLA_FLAGS", ""):
         return
