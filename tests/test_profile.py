@@ -254,3 +254,71 @@ def test_the_full_recipes_matrix_row_is_the_contract_matrix_at_its_defaults():
     assert (full.cm_seeds, full.cm_steps, full.cm_eval) == (
         matrix.run.seeds, matrix.run.steps, matrix.run.eval_sequences)
     assert full.cm_tasks == matrix.tasks
+
+
+def _subparser_helps(name: str) -> dict[str, str]:
+    """{flag: help} of command `name` as `lgjax name --help` lists them."""
+    import argparse
+
+    parser, _ = cli.parser_for([name])
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {a.option_strings[0]: a.help for a in sub.choices[name]._actions if a.option_strings}
+
+
+def test_profile_takes_the_shared_run_options_with_the_other_commands_help():
+    mine, theirs = _subparser_helps("profile"), _subparser_helps("multiseed")
+    for flag in ("--progress", "--devices", "--resume"):
+        assert mine[flag] == theirs[flag], flag
+    assert mine["--ckpt-root"].startswith(theirs["--ckpt-root"].split(" (default")[0])
+    assert "<out>/checkpoints" in mine["--ckpt-root"]
+    assert "--fast-compile" not in mine  # part of each run's config: not the reference's recipe
+    defaults = command.Config()
+    assert (defaults.resume, defaults.progress, defaults.devices) == (False, True, 0)
+
+
+@pytest.mark.parametrize("devices, says", [("-1", "--devices: must be an integer >= 0"),
+                                           ("64", "--devices: asked for 64")])
+def test_a_bad_devices_is_one_line_exit_2_before_any_work(tmp_path, capsys, monkeypatch, devices,
+                                                          says):
+    monkeypatch.setattr(instruments, "measure_all", lambda *a, **k: pytest.fail("it trained"))
+    monkeypatch.setattr(instruments, "contract_init", lambda *a, **k: pytest.fail("it measured"))
+    out, ck = tmp_path / "out", tmp_path / "ck"
+    assert cli.main(["profile", "rope", "--quick", "--devices", devices, "--out", str(out),
+                     "--ckpt-root", str(ck)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err, err
+    assert not out.exists() and not ck.exists()
+
+
+def test_profile_runs_go_under_ckpt_root_and_resume_only_continues_an_unfinished_run(
+        tmp_path, monkeypatch, capsys):
+    import shutil
+
+    tiny = dataclasses.replace(recipes.RECIPES["tiny"], name="quick", rz_tasks=("prev",),
+                               ib_eval=32, rz_eval=32, ib_steps=5, rz_steps=5)
+    monkeypatch.setitem(recipes.RECIPES, "quick", tiny)
+    out, ck = tmp_path / "p", tmp_path / "ck"
+    argv = ["profile", "rope", "--quick", "--out", str(out), "--ckpt-root", str(ck),
+            "--no-progress"]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    first = json.loads((out / "profile.json").read_text())["instruments"]
+    k1, k2 = ck / "quick" / "multiseed-K1" / "rope", ck / "quick" / "multiseed-K2" / "rope"
+    assert (k1 / "5").is_dir() and (ck / "quick" / "realizability" / "1L1H" / "rope").is_dir()
+    assert not (out / "checkpoints").exists()
+    # a rerun without --resume reloads the finished runs, never retrains them
+    saved = {f: (k2 / f).read_bytes() for f in ("metrics.jsonl", "trained_seconds.json")}
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    assert json.loads((out / "profile.json").read_text())["instruments"] == first
+    assert {f: (k2 / f).read_bytes() for f in saved} == saved
+    # an interrupted run: refused without --resume (one line, before anything trains) ...
+    shutil.rmtree(k1 / "5")
+    real = instruments.measure_all
+    monkeypatch.setattr(instruments, "measure_all", lambda *a, **k: pytest.fail("it trained"))
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--resume" in err, err
+    # ... and continued with it
+    monkeypatch.setattr(instruments, "measure_all", real)
+    assert cli.main([*argv, "--resume"]) == 0, capsys.readouterr().err
+    assert (k1 / "5").is_dir()
+    assert json.loads((out / "profile.json").read_text())["instruments"] == first

@@ -4,10 +4,16 @@ encodings.
   contract lab at init (no training) | alpha_L with the generic head (no training) |
   implicit bias: fixed offset K = 1, 2 (trained) | realizability: 1L1H over its tasks (trained)
 Command: lgjax profile ENCODING [--plugin my_pkg.my_module] [--set key=value,...]
-                               [--quick | --full] [--out DIR]
+                               [--quick | --full] [--out DIR] [--ckpt-root DIR] [--resume]
+                               [--no-progress] [--devices N]
   --quick ~2-3 min here (reduced), default ~10-15 min (reduced), --full the published scale
   (adds the 2L4H tier; hours here, minutes on an accelerator). The canonical encodings' numbers
   come from reference.json (the same recipe, measured by the project; see reference.py).
+The trained instruments' runs take the shared run options that mean something here, as every
+training command does: --ckpt-root (default <out>/checkpoints), --resume (a finished run is
+reloaded, never retrained, with or without it; it continues an interrupted one), --progress,
+--devices. The recipe sets the rest (seeds, steps, batch, evaluation sequences); --fast-compile
+is left out: it is part of each run's config, so its runs would not be the reference's recipe.
 """
 
 from __future__ import annotations
@@ -32,6 +38,16 @@ class Config:
     out: str = ""  # profile.md/.html/.json and the runs (default results/profile/<encoding>)
     reference: str = ""  # the canonical encodings' results (default: the packaged one)
     random_positions: int = option(0, ge=0)  # M: train at sorted random positions in [0, M); 0 off
+    # the shared run options of its trained instruments (lgjax.harness.study.RunOptions' help)
+    ckpt_root: str = ""  # run directories live under this folder (default: <out>/checkpoints)
+    resume: bool = False  # continue unfinished runs from their latest checkpoint
+    progress: bool = True  # progress bars (on stderr)
+    devices: int = option(0, ge=0)  # devices of the seed axis (0: all that divide the seed count)
+
+
+def runs_of(cfg: Config) -> instruments.Runs:
+    return instruments.Runs(ckpt_root=cfg.ckpt_root, resume=cfg.resume, progress=cfg.progress,
+                            devices=cfg.devices)
 
 
 def recipe_of(cfg: Config) -> recipes.Recipe:
@@ -45,7 +61,7 @@ def check(cfg: Config, name: str, recipe: recipes.Recipe) -> Path:
     raises ConfigError before anything trains or is written."""
     out = Path(cfg.out or f"results/profile/{cfg.encoding}")
     check_writable(out, "--out")
-    instruments.preflight(name, recipe, out, cfg.random_positions)
+    instruments.preflight(name, recipe, out, cfg.random_positions, runs_of(cfg))
     return out
 
 
@@ -70,7 +86,8 @@ def profile(cfg: Config, name: str, recipe: recipes.Recipe) -> int:
     ref_file = Path(cfg.reference) if cfg.reference else reference.FILE
     ref = reference.checked(ref_file, recipe.name)  # before anything trains
     t0 = time.perf_counter()
-    inst, secs = instruments.measure_all(name, recipe, out, M=cfg.random_positions)
+    inst, secs = instruments.measure_all(name, recipe, out, M=cfg.random_positions,
+                                         runs=runs_of(cfg))
     ref_inst = ref["encodings"] if ref else {}
     note = (f"{', '.join(ref_inst)} from {ref_file.name} (made {ref['made']} by `{ref['command']}`)"
             if ref else f"none: {ref_file} has no '{recipe.name}' entry")

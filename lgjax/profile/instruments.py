@@ -1,7 +1,7 @@
 """Each study's instrument for one encoding, as numbers (JSON-able): the contract lab's four
 metrics at init, alpha_L with the generic positional-only head, the implicit-bias fixed-offset
-runs (K = 1, 2) and the realizability 1L1H grid row, trained through run_study (resumable,
-under <out>/checkpoints)."""
+runs (K = 1, 2) and the realizability 1L1H grid row, trained through run_study (under
+<out>/checkpoints unless `Runs.ckpt_root` says otherwise)."""
 
 from __future__ import annotations
 
@@ -74,47 +74,66 @@ def _quiet_study(module, cfg) -> dict:
         return run_study(module.STUDY, cfg)
 
 
+@dataclasses.dataclass(frozen=True)
+class Runs:
+    """How the trained instruments' runs run and where they go: the shared run options that
+    mean something for a profile (its recipe sets the rest). The defaults are the library's
+    (quiet, continuing unfinished runs: what `python -m lgjax.profile.reference` relies on);
+    `lgjax profile` passes its flags, whose defaults are those of every other command."""
+
+    ckpt_root: str = ""  # "": <out>/checkpoints
+    resume: bool = True
+    progress: bool = False
+    devices: int = 0
+
+    def root(self, out: Path) -> Path:
+        return Path(self.ckpt_root) if self.ckpt_root else out / "checkpoints"
+
+
 def _run(seeds: int, steps: int, batch: int, eval_sequences: int, results: Path, ckpt: Path,
-         M: int) -> RunOptions:
-    """A trained instrument's run options: quiet, resumable (a profile continues its runs)."""
+         M: int, runs: Runs) -> RunOptions:
+    """A trained instrument's run options: the recipe's scale, `runs`' how and where."""
     return RunOptions(seeds=seeds, steps=steps, batch=batch, eval_sequences=eval_sequences,
-                      out=str(results), ckpt_root=str(ckpt), progress=False, resume=True,
-                      random_positions=M)
+                      out=str(results), ckpt_root=str(ckpt), progress=runs.progress,
+                      resume=runs.resume, devices=runs.devices, random_positions=M)
 
 
-def ib_configs(name: str, recipe: Recipe, out: Path, M: int = 0) -> dict[int, multiseed.Config]:
-    """The multiseed runs at K = 1 and 2 (runs under <out>/checkpoints/<recipe>/)."""
+def ib_configs(name: str, recipe: Recipe, out: Path, M: int = 0, runs: Runs = Runs()
+               ) -> dict[int, multiseed.Config]:
+    """The multiseed runs at K = 1 and 2 (runs under <ckpt root>/<recipe>/)."""
     cfgs = {}
     for K in (1, 2):
         run = _run(recipe.ib_seeds, recipe.ib_steps, recipe.ib_batch, recipe.ib_eval,
-                   out / f"multiseed-K{K}", out / "checkpoints", M)
+                   out / f"multiseed-K{K}", runs.root(out), M, runs)
         cfgs[K] = multiseed.Config(encodings=(name,), K=K, run=run,
                                    run_name=f"{recipe.name}/multiseed-K{K}")
     return cfgs
 
 
-def rz_config(name: str, recipe: Recipe, out: Path, M: int = 0) -> rtrain.Config:
+def rz_config(name: str, recipe: Recipe, out: Path, M: int = 0, runs: Runs = Runs()
+              ) -> rtrain.Config:
     run = _run(recipe.rz_seeds, recipe.rz_steps, 64, recipe.rz_eval,
-               out / "realizability-train", out / "checkpoints", M)
+               out / "realizability-train", runs.root(out), M, runs)
     return rtrain.Config(tiers=recipe.rz_tiers, encodings=(name,), tasks=recipe.rz_tasks,
                          name=f"{recipe.name}/realizability", run=run)
 
 
-def cm_config(name: str, recipe: Recipe, out: Path, M: int = 0, **over) -> contract_train.Config:
+def cm_config(name: str, recipe: Recipe, out: Path, M: int = 0, runs: Runs = Runs(),
+              **over) -> contract_train.Config:
     """The contract matrix's row of this encoding: every task family of the recipe, the
     matrix's model and budget (`over`: other contract-train options, e.g. a tiny model)."""
     run = _run(recipe.cm_seeds, recipe.cm_steps, 64, recipe.cm_eval, out / "contract-train",
-               out / "checkpoints" / recipe.name, M)
+               runs.root(out) / recipe.name, M, runs)
     return contract_train.Config(tasks=recipe.cm_tasks, schemes=(name,), run=run, **over)
 
 
-def preflight(name: str, recipe: Recipe, out: Path, M: int = 0) -> None:
+def preflight(name: str, recipe: Recipe, out: Path, M: int = 0, runs: Runs = Runs()) -> None:
     """Every check of the trained instruments' runs, before anything trains or is written."""
-    for cfg in ib_configs(name, recipe, out, M).values():
+    for cfg in ib_configs(name, recipe, out, M, runs).values():
         study.preflight(multiseed.STUDY, cfg)
-    study.preflight(rtrain.STUDY, rz_config(name, recipe, out, M))
+    study.preflight(rtrain.STUDY, rz_config(name, recipe, out, M, runs))
     if recipe.contract_matrix:
-        study.preflight(contract_train.STUDY, cm_config(name, recipe, out, M))
+        study.preflight(contract_train.STUDY, cm_config(name, recipe, out, M, runs))
 
 
 def carrier(run_dir: str, L: int) -> dict:
@@ -136,12 +155,13 @@ def contract_trained(run_dir: str) -> list[list[dict]]:
     return [[{k: h[k] for k in CONTRACT} for h in seed] for seed in profiles]
 
 
-def implicit_bias(name: str, recipe: Recipe, out: Path, M: int = 0) -> dict:
+def implicit_bias(name: str, recipe: Recipe, out: Path, M: int = 0, runs: Runs = Runs()
+                  ) -> dict:
     """Fixed-offset retrieval at K = 1 and 2 (multiseed): accuracy, peak height and selected
     offset per seed x length; the contract lab's metrics of each seed's learned kernel; where
     the encoding has a rotary part, the key carrier fraction per seed."""
     res, lengths = {}, list(multiseed.Config().eval_lengths)
-    for K, cfg in ib_configs(name, recipe, out, M).items():
+    for K, cfg in ib_configs(name, recipe, out, M, runs).items():
         full = _quiet_study(multiseed, cfg)
         r = full[name]
         res[f"K{K}"] = {k: np.asarray(r[k]).tolist() for k in
@@ -157,19 +177,21 @@ def implicit_bias(name: str, recipe: Recipe, out: Path, M: int = 0) -> dict:
     return res
 
 
-def realizability_trained(name: str, recipe: Recipe, out: Path, M: int = 0) -> dict:
+def realizability_trained(name: str, recipe: Recipe, out: Path, M: int = 0,
+                          runs: Runs = Runs()) -> dict:
     """The realizability grid row of this encoding: per tier, train accuracy and LG@L per task x
     seed."""
-    progs = _quiet_study(rtrain, rz_config(name, recipe, out, M))["programs"]
+    progs = _quiet_study(rtrain, rz_config(name, recipe, out, M, runs))["programs"]
     return {p["tier"]: json.loads(json.dumps({k: p[k] for k in ("tasks", "lengths", "train_acc",
                                                                   "lg")}, default=jsonable))
             for p in progs}
 
 
-def contract_matrix(name: str, recipe: Recipe, out: Path, M: int = 0, **over) -> dict:
+def contract_matrix(name: str, recipe: Recipe, out: Path, M: int = 0, runs: Runs = Runs(),
+                    **over) -> dict:
     """The encoding's row of the contract matrix (trained): per task family, accuracy per seed
     in range, at each extension length (no intervention) and after each PAD shift."""
-    r = _quiet_study(contract_train, cm_config(name, recipe, out, M, **over))
+    r = _quiet_study(contract_train, cm_config(name, recipe, out, M, runs, **over))
     row = {t: r["cells"][t][name] for t in r["tasks"]}
     return {"extend": r["extend"], "shifts": r["shifts"], "learnable": r["learnable"],
             "steps": r["steps"], "tasks": {t: {
@@ -179,19 +201,19 @@ def contract_matrix(name: str, recipe: Recipe, out: Path, M: int = 0, **over) ->
                 for t, c in row.items()}}
 
 
-def measure_all(name: str, recipe: Recipe, out: Path, options=None, M: int = 0
-                ) -> tuple[dict, dict]:
+def measure_all(name: str, recipe: Recipe, out: Path, options=None, M: int = 0,
+                runs: Runs = Runs()) -> tuple[dict, dict]:
     """(instruments, wall seconds per instrument), in the order of the issue; M > 0: the
     trained instruments train at random positions in [0, M) (randomized positions)."""
     import time
 
     inst, secs = {}, {}
-    matrix = [("contract_matrix", lambda: contract_matrix(name, recipe, out, M))] \
+    matrix = [("contract_matrix", lambda: contract_matrix(name, recipe, out, M, runs))] \
         if recipe.contract_matrix else []
     for key, fn in (("contract", lambda: contract_init(name, options)),
                     ("alpha", lambda: alpha(name, recipe, options)),
-                    ("implicit_bias", lambda: implicit_bias(name, recipe, out, M)),
-                    ("realizability", lambda: realizability_trained(name, recipe, out, M)),
+                    ("implicit_bias", lambda: implicit_bias(name, recipe, out, M, runs)),
+                    ("realizability", lambda: realizability_trained(name, recipe, out, M, runs)),
                     *matrix):
         t0 = time.perf_counter()
         inst[key] = fn()
