@@ -4,7 +4,9 @@ values, verdicts. It knows no study: a study's claim readers import it (so they 
 
 A claims file (`<study package>/<study>.json`) lists claims: id, where, what, the published value
 (a number; a symbol such as "-K"; a list; or a dict of components, e.g. one per length), a
-tolerance text and the experiment that measures it. A study's readers module (its package
+tolerance text (the published wording, shown in the report), its rules as data (`read_rules`: one
+per clause of the text, read directly, so checking parses nothing; a claim without them has its
+text parsed) and the experiment that measures it. A study's readers module (its package
 declares it) holds
 REGISTRY, claim id -> a function of the results dicts {experiment: results.json dict} returning
 the measured components (`Measured`), and EXPECTATIONS, the spec's qualitative "expect" column as
@@ -18,7 +20,7 @@ Verdicts: a claim "matches" when every tolerance rule holds, "differs" (saying b
 one does not, "not run" (saying why) when its experiment, its measurement or a key of it is absent.
 A judged claim (tolerance "verdict: a / b / ...", a prediction without a published number) takes
 the verdict its measurement returns as its status. Expectations "hold", "fail" or are "not
-run". An unknown tolerance text is a ToleranceError.
+run". An unknown tolerance text, or a malformed rule, is a ToleranceError.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ EPS = 1e-9  # published values carry 2-3 digits; a deviation equal to the tolera
 
 
 class ToleranceError(ValueError):
-    """A tolerance text no rule form reads, or one that leaves a published component unchecked."""
+    """A tolerance text no rule form reads, a malformed structured rule, or either leaving a
+    published component unchecked."""
 
 
 class NotRun(Exception):  # noqa: N818 -- a verdict, not a failure
@@ -76,10 +79,12 @@ class Claim:
     where: str  # the table or figure of the publication
     what: str  # what is measured, in words
     published: object  # number, symbol ("-K"), list, or dict of components
-    tolerance: str  # as written in the file; parse_tolerance reads it
+    tolerance: str  # as written in the file (the report shows it); parsed where rules is None
     experiment: str  # the experiment whose results measure it
     restated: str = ""  # the file's own published value and tolerance, where the readers
     # restate them in the forms the rules read (same numbers; see the readers' RESTATED)
+    rules: tuple[Rule, ...] | None = None  # the file's structured rules (read_rules); None:
+    # the tolerance text is parsed instead
 
 
 @dataclass(frozen=True)
@@ -101,7 +106,14 @@ def load_claims(path: Path, readers=None) -> Claims:
         absent = [f for f in fields if f not in entry]
         if absent:
             raise ValueError(f"{path}: claim {entry.get('id', '?')} lacks {absent}")
-        claim = Claim(**{f: entry[f] for f in fields})
+        rules = None
+        if "rules" in entry:
+            if entry["id"] in restate:  # checked by the restated text: file rules would be unread
+                raise ToleranceError(f"{path}: claim {entry['id']}: field 'rules' given, but its "
+                                     "readers restate its tolerance (RESTATED)")
+            rules = read_rules(f"{path}: claim {entry['id']}", entry["rules"],
+                               entry["tolerance"], words)
+        claim = Claim(**{f: entry[f] for f in fields}, rules=rules)
         if claim.id in restate:
             published, tolerance = restate[claim.id]
             claim = Claim(**{**{f: entry[f] for f in fields}, "published": published,
@@ -216,6 +228,7 @@ class Rule:
     kind: str  # a value of FORMS
     amount: float | None  # the clause's number (abs width, factor), if it has one
     text: str  # the clause as written
+    verdicts: tuple[str, ...] = ()  # a judged claim's listed verdicts (rule "verdict")
 
 
 def parse_clause(clause: str, words: Words = Words()) -> Rule:
@@ -231,8 +244,9 @@ def parse_clause(clause: str, words: Words = Words()) -> Rule:
     for label, body in readings:
         for pattern, kind in forms.items():
             if m := re.fullmatch(pattern, body):
-                x = m.groupdict().get("x")
-                return Rule(label, kind, float(x) if x else None, clause)
+                x, v = m.groupdict().get("x"), m.groupdict().get("v")
+                return Rule(label, kind, float(x) if x else None, clause,
+                            tuple(n.strip() for n in v.split(" / ")) if v else ())
     raise ToleranceError(f"tolerance clause {clause!r} is not a known form; known forms: "
                          f"{list(forms)} optionally led by a label of {list(labels)}")
 
@@ -242,12 +256,58 @@ def parse_tolerance(text: str, words: Words = Words()) -> list[Rule]:
     return [parse_clause(c, words) for c in text.split(";") if c.strip()]
 
 
+RULE_KEYS = ("label", "kind", "amount", "verdicts")  # a structured rule's fields
+
+
+def read_rules(where: str, entries, tolerance: str, words: Words = Words()) -> tuple[Rule, ...]:
+    """A claim's structured rules, one per ';'-separated clause of its tolerance text and in its
+    order, e.g. [{"label": "alpha", "kind": "abs", "amount": 0.25}, {"kind": "exact"}]: read as
+    data, so the checker needs no parsing; each Rule's text is its clause, for the report. A
+    malformed one is a ToleranceError naming `where` (the claim) and the field."""
+    forms = {**FORMS, **words.forms}
+    with_amount = {k for p, k in forms.items() if "(?P<x>" in p}  # the kinds a number completes
+    with_verdicts = {k for p, k in forms.items() if "(?P<v>" in p}
+    clauses = [c.strip() for c in tolerance.split(";") if c.strip()]
+    if not isinstance(entries, list) or len(entries) != len(clauses):
+        raise ToleranceError(f"{where}: field 'rules' must list one rule per clause of its "
+                             f"tolerance ({len(clauses)}), got {entries!r}")
+    out = []
+    for i, (entry, clause) in enumerate(zip(entries, clauses)):
+        at = f"{where}: rules[{i}]"
+        if not isinstance(entry, dict) or set(entry) - set(RULE_KEYS):
+            raise ToleranceError(f"{at}: {entry!r} is not a rule: a dict of {list(RULE_KEYS)}")
+        kind, label = entry.get("kind"), entry.get("label")
+        amount, verdicts = entry.get("amount"), entry.get("verdicts")
+        if kind not in set(forms.values()):
+            raise ToleranceError(f"{at}: field 'kind' {kind!r} is none of "
+                                 f"{sorted(set(forms.values()))}")
+        if label is not None and not (isinstance(label, str) and all(
+                n in words.labels for n in label.split(" and "))):
+            raise ToleranceError(f"{at}: field 'label' {label!r} is not a label (or labels "
+                                 f"joined by ' and ') of {list(words.labels)}")
+        number = isinstance(amount, int | float) and not isinstance(amount, bool)
+        if (kind in with_amount) != number:
+            raise ToleranceError(f"{at}: field 'amount' {amount!r}: kind {kind!r} "
+                                 + ("needs a number" if kind in with_amount else "takes none"))
+        listed = isinstance(verdicts, list) and len(verdicts) > 1 and all(
+            isinstance(v, str) for v in verdicts)
+        if (kind in with_verdicts) != listed:
+            raise ToleranceError(f"{at}: field 'verdicts' {verdicts!r}: kind {kind!r} "
+                                 + ("needs a list of them" if kind in with_verdicts
+                                    else "takes none"))
+        out.append(Rule(label, kind, float(amount) if number else None, clause,
+                        tuple(verdicts) if listed else ()))
+    return tuple(out)
+
+
 def rules_by_component(claim: Claim, words: Words = Words()) -> list[tuple[Rule, list[str]]]:
     """Each rule with the published components it covers (a label covers the components with a
-    '.'-separated part among its names); every component must be covered."""
+    '.'-separated part among its names); every component must be covered. The claim's
+    structured rules where its file gives them, else its tolerance text parsed."""
     comps, labels = list(components(claim.published)), words.labels
     out = []
-    for rule in parse_tolerance(claim.tolerance, words):
+    rules = parse_tolerance(claim.tolerance, words) if claim.rules is None else claim.rules
+    for rule in rules:
         covered = set() if rule.label is None else {
             n for name in rule.label.split(" and ") for n in labels[name]}
         names = comps if rule.label is None else [
@@ -354,8 +414,7 @@ def _verdict(rule, name, pub, st, ctx) -> Outcome:
     """A claim without a published number (a prediction): the measurement returns its verdict
     (a string, with what decides it in ctx["decides"]); a verdict outside the listed ones is
     kept as it is and said to be outside them."""
-    listed = re.fullmatch(FORM_OF["verdict"], rule.text)
-    names = [v.strip() for v in listed["v"].split(" / ")] if listed else []
+    names = list(rule.verdicts)
     text = ctx.get("decides", "")
     if st.mean not in names:
         text += f" (verdict {st.mean!r} is none of {names})"
@@ -366,7 +425,6 @@ PER_COMPONENT: dict[str, Callable] = {"abs": _abs, "exact": _exact, "factor": _f
                                       "inside_range": _inside_range,
                                       "not_below_bound": _not_below_bound,
                                       "shown": _shown, "verdict": _verdict}
-FORM_OF = {kind: pattern for pattern, kind in FORMS.items()}
 JOINT: dict[str, Callable] = {"ordering": _ordering}  # rules over a group of components
 
 
