@@ -43,6 +43,14 @@ KERPLE_SOURCE = {"repository": "chijames/KERPLE", "file": "megatron/mpu/layers.p
                  "commit": "73f1ee2d24722cdbe277d473899321218f5cbd00"}
 
 
+def hf_reference(code: str) -> dict:
+    """The reference record of a golden file written by transformers' own code."""
+    import transformers
+
+    return {"package": "transformers", "version": transformers.__version__,
+            "torch": torch.__version__, "code": code}
+
+
 def qk(seed: int, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
     """The inputs of a case: q, k [n, d] float32 (the tests draw the same)."""
     q, k = np.random.default_rng(seed).standard_normal((2, n, d)).astype(np.float32)
@@ -122,7 +130,6 @@ def hf_rope_cases():
 
 
 def hf_rope(seed0: int) -> dict:
-    import transformers
     from transformers import LlamaConfig
     from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
 
@@ -145,11 +152,9 @@ def hf_rope(seed0: int) -> dict:
                         "inv_freq": f9(rope.inv_freq.numpy()),
                         "attention_factor": float(rope.attention_scaling),
                         "logits": f9(logits)})
-    return {"reference": {"package": "transformers", "version": transformers.__version__,
-                          "torch": torch.__version__,
-                          "code": "modeling_rope_utils.ROPE_INIT_FUNCTIONS via "
-                                  "LlamaRotaryEmbedding (forward: dynamic_rope_update) and "
-                                  "modeling_llama.apply_rotary_pos_emb (rotate_half)"},
+    return {"reference": hf_reference("modeling_rope_utils.ROPE_INIT_FUNCTIONS via "
+                                      "LlamaRotaryEmbedding (forward: dynamic_rope_update) and "
+                                      "modeling_llama.apply_rotary_pos_emb (rotate_half)"),
             "layout": "q, k and inv_freq in Hugging Face's half-split layout (coordinate i pairs "
                       "with i + d/2)",
             "cases": out, "dynamic_cache": hf_dynamic_cache()}
@@ -172,7 +177,6 @@ def hf_partial_cases():
 
 
 def hf_partial(seed0: int) -> dict:
-    import transformers
     from transformers import LlamaConfig, StableLmConfig
     from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb as llama_apply
@@ -207,13 +211,11 @@ def hf_partial(seed0: int) -> dict:
                     "inv_freq": f9(rope.inv_freq.numpy()),
                     "attention_factor": float(rope.attention_scaling),
                     "logits": f9((qe[0, 0] @ ke[0, 0].T).numpy())})
-    return {"reference": {"package": "transformers", "version": transformers.__version__,
-                          "torch": torch.__version__,
-                          "code": "p-RoPE: modeling_rope_utils._compute_proportional_rope_"
-                                  "parameters via LlamaRotaryEmbedding and modeling_llama."
-                                  "apply_rotary_pos_emb; partial_rotary_factor: StableLm"
-                                  "RotaryEmbedding and StableLmAttention's slicing with "
-                                  "modeling_stablelm.apply_rotary_pos_emb"},
+    return {"reference": hf_reference("p-RoPE: modeling_rope_utils._compute_proportional_rope_"
+                                      "parameters via LlamaRotaryEmbedding and modeling_llama."
+                                      "apply_rotary_pos_emb; partial_rotary_factor: StableLm"
+                                      "RotaryEmbedding and StableLmAttention's slicing with "
+                                      "modeling_stablelm.apply_rotary_pos_emb"),
             "layout": "q, k and inv_freq in Hugging Face's half-split layout over the rotated "
                       "dims (coordinate i pairs with i + rotary_dims/2); dims past them passed",
             "cases": out}
@@ -244,7 +246,6 @@ def hf_dynamic_cache() -> dict:
 
 
 def t5_buckets() -> dict:
-    import transformers
     from transformers.models.t5.modeling_t5 import T5Attention
 
     out = []
@@ -255,15 +256,12 @@ def t5_buckets() -> dict:
                                                   max_distance=dmax)
         out.append({"encoding": "t5", "options": {"buckets": n, "max_distance": dmax},
                     "distances": [0, int(dist[-1])], "buckets": b.tolist()})
-    return {"reference": {"package": "transformers", "version": transformers.__version__,
-                          "torch": torch.__version__,
-                          "code": "models.t5.modeling_t5.T5Attention._relative_position_bucket"
-                                  " (bidirectional=False)"},
+    return {"reference": hf_reference("models.t5.modeling_t5.T5Attention._relative_position_bucket"
+                                      " (bidirectional=False)"),
             "cases": out}
 
 
 def bloom_alibi() -> dict:
-    import transformers
     from transformers.models.bloom.modeling_bloom import build_alibi_tensor
 
     out, L = [], 8
@@ -271,10 +269,8 @@ def bloom_alibi() -> dict:
         alibi = build_alibi_tensor(torch.ones(1, L), H, torch.float32)[:, 0, :]  # [H, L]
         out.append({"encoding": "alibi", "heads": H, "options": {"slopes": "geometric"},
                     "length": L, "alibi": f9(alibi.numpy())})
-    return {"reference": {"package": "transformers", "version": transformers.__version__,
-                          "torch": torch.__version__,
-                          "code": "models.bloom.modeling_bloom.build_alibi_tensor (float32): "
-                                  "row h is slope_h * key position"},
+    return {"reference": hf_reference("models.bloom.modeling_bloom.build_alibi_tensor (float32): "
+                                      "row h is slope_h * key position"),
             "cases": out}
 
 
