@@ -10,7 +10,7 @@ mixture of tokens that the attention did not resolve.
     python experiments/attention_readout.py RUN_DIR [--length 60] [--sequences 256]
 
 Measured (2026-12-03, 2-core CPU): the realizability 1L1H RoPE skip-3 programs at the five
-frequency scales 1 to 0.01 (README, the realizability section).
+frequency scales 1 to 0.01 (docs/results/index.md, realizability).
 """
 import argparse
 

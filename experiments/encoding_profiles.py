@@ -1,4 +1,5 @@
-"""README's table of the added encodings: each one's profile summary, redrawn from profile.json.
+"""The table of the added encodings on docs/results/profiles.md: each one's profile summary,
+redrawn from profile.json.
 
 Command (the profiles first, ~3-4 min each here at the default recipe; then the table):
     for e in rope_linear rope_ntk rope_dynamic rope_yarn rope_llama3 xpos kerple_log \

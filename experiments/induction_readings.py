@@ -7,8 +7,8 @@ encoding; prints train accuracy and LG@L per seed.
     python experiments/induction_readings.py first rope,alibi --out OUT --ckpt-root CK
     python experiments/induction_readings.py recent rope --out OUT --ckpt-root CK
 
-Measured (2026-12-02, 2-core CPU beside other jobs, ~11-13 min per encoding): README, the
-realizability section.
+Measured (2026-12-02, 2-core CPU beside other jobs, ~11-13 min per encoding):
+docs/results/index.md, realizability.
 """
 import argparse
 import dataclasses

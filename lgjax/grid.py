@@ -158,8 +158,8 @@ LAYOUTS: dict[str, Callable] = {"serial": _serial, "tasks": _by_task, "flat": _f
 
 def resolve_layout(layout: str) -> str:
     """"auto": serial on a CPU (the fastest measured there), flat on an accelerator, where
-    serial runs the cells one after another, so a program's time grows with its cells (README,
-    Performance: the measurements behind the defaults)."""
+    serial runs the cells one after another, so a program's time grows with its cells (docs/results/
+    performance.md, the measurements behind the defaults)."""
     if layout != "auto":
         return layout
     return "serial" if jax.default_backend() == "cpu" else "flat"

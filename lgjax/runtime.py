@@ -76,7 +76,7 @@ def split_cpu_into_devices() -> None:
     """One XLA CPU device per core, so the seed (and grid-cell) axis splits over the cores.
 
     On a CPU the small ops of these models parallelise badly inside one device, so several
-    devices run faster end to end (README, "The measurements behind the defaults"). Blocks of
+    devices run faster end to end (docs/results/performance.md). Blocks of
     seeds then sum in another order: parameters differ in their last bits, accuracies and
     selected offsets not at all. Only the CPU platform is affected (an accelerator's devices
     are what they are). Left alone: a count set in XLA_FLAGS (`lgjax launch` sets one per

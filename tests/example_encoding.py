@@ -1,6 +1,6 @@
-"""An encoding defined outside lgjax, registered at import (the call README's "Add an encoding"
-shows). With this folder on PYTHONPATH, `lgjax contract-lab --plugin example_encoding` imports it
-and prints its contract profile among the registered encodings."""
+"""An encoding defined outside lgjax, registered at import (the call docs/guide/extending.md
+shows). With this folder on PYTHONPATH, `lgjax contract-lab --plugin example_encoding` imports
+it and prints its contract profile among the registered encodings."""
 
 import jax.numpy as jnp
 

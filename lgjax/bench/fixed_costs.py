@@ -1,4 +1,4 @@
-"""Where the Table-1 workload's wall time goes besides the training arithmetic (README's first
+"""Where the Table-1 workload's wall time goes besides the training arithmetic (the README's first
 command: multiseed, rope + ape, 8 seeds, batch 256, 7 lengths x 4096 evaluation sequences, 39
 checkpoints per run), measured in one process: `lgjax bench` and
 benchmarks/bench_fixed_costs.py.

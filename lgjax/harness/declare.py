@@ -62,5 +62,6 @@ class Step:
 def run_devices(cfg) -> int:
     """`lgjax reproduce --devices` (cfg: its Config), where 0 means every device that divides the
     seed count, except at --quick: one device. Quick runs are compile-bound and tiny, and a
-    program split over devices compiles slower than it then runs faster (README, Performance)."""
+    program split over devices compiles slower than it then runs faster
+    (docs/results/performance.md)."""
     return cfg.devices or (1 if cfg.quick else 0)

@@ -80,7 +80,7 @@ def tables(name: str, s: dict, ref: dict) -> list[tuple[str, list[str], list[lis
     """(title, columns, rows) per instrument; the profiled encoding's row first, bold."""
     every = [(name, s, True)] + [(n, r, False) for n, r in ref.items() if n != name]
     bold = lambda n, mine: f"**{n}**" if mine else n
-    out = [("Contract lab at initialisation (spec: contract.md)",
+    out = [("Contract lab at initialisation (docs/studies/contract.md)",
             ["encoding", "shift error", "out of table", "collisions", "monotonic breaks"],
             [[bold(n, m), *_contract_cells(x["contract"])] for n, x, m in every])]
     if s.get("contract_learned"):

@@ -1,4 +1,4 @@
-"""Which relation each encoding preserves (spec: contract.md).
+"""Which relation each encoding preserves (docs/studies/contract.md).
 
 tasks (its four task families, registered into the core registry), scores (the comparator lab's
 schemes and metrics), lab (every encoding's kernel through them), readouts, measure and verdicts

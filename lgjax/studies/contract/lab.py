@@ -1,8 +1,8 @@
 """contract-lab: which relations each positional scheme keeps and which it forgets.
 
-Spec: contract.md, part 1 (no training). Four metrics each (scores.py): shift error of the
-pair (2, 7), out-of-table fraction, collisions and monotonic breaks of score(0, d), d = 1..test-1,
-for three kinds of rows:
+The contract study's lab (no training; docs/studies/contract.md). Four metrics each
+(scores.py): shift error of the pair (2, 7), out-of-table fraction, collisions and monotonic
+breaks of score(0, d), d = 1..test-1, for three kinds of rows:
   stand-ins    the six pinned scores over the content pair (Q, K);
   registered   every encoding in lgjax.encodings.ENCODINGS (with those of --plugin),
                through its positional-only kernel at init (seed 0) of the one-layer head at

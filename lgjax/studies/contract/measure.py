@@ -1,4 +1,5 @@
-"""The contract study's measurements on trained cells (spec: contract.md, part 2).
+"""The contract study's measurements on trained cells (docs/studies/contract.md, the trained
+matrix).
 
 Per (task, scheme) cell, every seed: held-out in-range accuracy and loss; shifted accuracy and
 shift consistency under PAD prefixes; accuracy at the extension lengths without intervention,

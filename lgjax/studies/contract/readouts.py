@@ -1,4 +1,4 @@
-"""Pure evaluation pieces of the contract study (spec: contract.md, part 2).
+"""Pure evaluation pieces of the contract study (docs/studies/contract.md, the trained matrix).
 
 Interventions, evaluation only (no retraining):
   position interpolation  `interpolated(model_cfg, L, train_max)`: an evaluation-time model

@@ -1,8 +1,8 @@
 """contract-report: the contract matrix with 95% t-intervals, the predicted matrix and verdicts.
 
-Spec: contract.md, Output. The report states the null policy and the predicted matrix first
-(`POLICY`, `PREDICTIONS`, fixed before any run), then the measured matrix task x scheme x
-intervention with intervals over seeds, each predicted cell marked, the winners, the
+The contract study's report (docs/studies/contract.md). The report states the null policy and the
+predicted matrix first (`POLICY`, `PREDICTIONS`, fixed before any run), then the measured matrix
+task x scheme x intervention with intervals over seeds, each predicted cell marked, the winners, the
 matched-training-loss comparison and the rank correlations of in-range loss and of the contract
 measures with the out-of-range accuracy.
 Command: lgjax contract-report results/contract        (a results folder: instant)

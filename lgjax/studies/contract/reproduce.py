@@ -18,7 +18,7 @@ from lgjax.studies.contract.claims import SETTINGS
 
 QUICK = {"train": {"probe_sequences": 64, "extend": (64,), "shifts": (4,)}}
 # the matrix's transformers at XLA's defaults even at --quick: their steps outweigh the
-# compilation (README, Performance: the measurements behind the defaults)
+# compilation (docs/results/performance.md, the measurements behind the defaults)
 QUICK_RUN_CHANGES = {"fast_compile": False}
 
 

@@ -1,9 +1,9 @@
 """The positional contract lab: six stand-in scores over one pinned content pair, four metrics.
 
-Spec: contract.md, part 1. A score is `score(i, j) -> float array` for query positions i and key
-positions j (integer arrays that broadcast), NaN where it is undefined (a position past a learned
-table). The lab is not causal: the key may come after the query. Everything is float64 numpy, so
-the tolerances below separate float rounding (~1e-15) from a real break.
+The contract study's lab (docs/studies/contract.md). A score is `score(i, j) -> float array` for
+query positions i and key positions j (integer arrays that broadcast), NaN where it is undefined (a
+position past a learned table). The lab is not causal: the key may come after the query. Everything
+is float64 numpy, so the tolerances below separate float rounding (~1e-15) from a real break.
 
 Metrics (`profile` runs them on any score; `kernel_score` makes one of a registered encoding's
 positional-only kernel, at init or with a trained checkpoint's parameters):

@@ -1,5 +1,5 @@
-"""The contract study's four task families (spec: contract.md, part 2), registered into the core
-task registry at import, each with its own options."""
+"""The contract study's four task families (docs/studies/contract.md, the trained matrix),
+registered into the core task registry at import, each with its own options."""
 
 from __future__ import annotations
 

@@ -1,15 +1,15 @@
 """contract-train: the contract study's matrix, task x scheme x intervention, on the harness.
 
-Spec: contract.md, part 2. One run per (task, scheme) cell, named contract/<task>/<scheme>, all
-seeds of a cell stacked in it, so the whole matrix resumes across processes (--resume). The model
-is one small transformer (2 layers, 4 heads, d = 64) whose encoding is the only thing a scheme
-changes; trained on lengths 8..32 with Adam (lr 1e-3, batch 64).
+The contract study's trained matrix (docs/studies/contract.md). One run per (task, scheme) cell,
+named contract/<task>/<scheme>, all seeds of a cell stacked in it, so the whole matrix resumes
+across processes (--resume). The model is one small transformer (2 layers, 4 heads, d = 64) whose
+encoding is the only thing a scheme changes; trained on lengths 8..32 with Adam (lr 1e-3, batch 64).
 Published scale (the defaults): 5 seeds, the spec's 3000 steps per cell, 512 evaluation
-sequences per length and seed: about 3 h of a 2-core CPU from scratch (README, Performance: the
-measurements behind the defaults). It resumes (--resume) from the last checkpoint (every 125
-steps); --steps 1500 halves the cost (one verdict differs between the two, README). Each cell
-is measured as it finishes and its measurement kept in its run directory (measure.CELL_FILE),
-so a rerun or a resumed job reads it back.
+sequences per length and seed: about 3 h of a 2-core CPU from scratch (docs/results/
+performance.md, the measurements behind the defaults). It resumes (--resume) from the last
+checkpoint (every 125 steps); --steps 1500 halves the cost (one verdict differs between the
+two, docs/results/index.md). Each cell is measured as it finishes and its measurement kept in
+its run directory (measure.CELL_FILE), so a rerun or a resumed job reads it back.
 Command: lgjax contract-train --ckpt-root /work/runs/contract --out results/contract --resume
 Expect (the predicted matrix, lgjax.studies.contract.verdicts.PREDICTIONS): absolute schemes win
 the named slot past the trained range; relative/rotary keep the answer under a PAD shift of the

@@ -1,5 +1,5 @@
-"""The contract study's verdict logic (spec: contract.md, Output): the null policy and the
-predicted matrix (fixed before any run), t-intervals over seeds, verdicts, winners, intervention
+"""The contract study's verdict logic (docs/studies/contract.md, the report): the null policy and
+the predicted matrix (fixed before any run), t-intervals over seeds, verdicts, winners, intervention
 effects and rank correlations, all computed from a result dict of
 `lgjax.studies.contract.measure.measure_matrix` (per-seed values; nothing here reruns a model).
 """

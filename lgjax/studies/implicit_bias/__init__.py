@@ -1,4 +1,4 @@
-"""Why RoPE extrapolates and learned absolute positions pin (spec: implicit-bias.md).
+"""Why RoPE extrapolates and learned absolute positions pin (docs/studies/implicit-bias.md).
 
 Commands (one module each, a `Config` and the study hooks): the published figures and tables
 (multiseed, shift, prop1, mechanics, frequency, linear, variants, maxmargin, transformer) and the
@@ -26,7 +26,7 @@ STUDY = StudyDeclaration(
     },
     experiments=("multiseed", "shift", "prop1", "frequency", "linear", "variants", "mechanics",
                  "maxmargin", "transformer"),
-    # the longest at --quick (README, Performance: the measurements behind the defaults)
+    # the longest at --quick (docs/results/performance.md, the measurements behind the defaults)
     longest_first=("mechanics", "variants", "transformer", "maxmargin"),
     claims="implicit-bias.json",
     readers=_ + "claims",

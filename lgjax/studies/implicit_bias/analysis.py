@@ -1,6 +1,7 @@
 """Mechanism metrics of the one-layer head, as pure functions of one seed's params.
 
-Spec implicit-bias.md, measurements 3-8. Per head h (W_Q,h = wq[:, h].T in the spec's notation):
+docs/studies/implicit-bias.md, the mechanism's measurements. Per head h (W_Q,h = wq[:, h].T in the
+spec's notation):
   carrier fraction   ||E_v[W x_v]||^2 / E_v[||W x_v||^2], exact over the uniform vocabulary
   carrier profile    phi_c(delta) = m_Q^T R_delta m_K, delta = -(L-1)..0 (R = 1 unless rotary)
   alignment          cos(m_Q, R_{-K} m_K) and cos(m_Q, m_K)

@@ -1,6 +1,6 @@
 """linear: the same head with raw logits as attention weights (no exp, no normalisation).
 
-Spec: implicit-bias.md, experiment `linear`. RoPE, K = 2, 5 seeds, 4000 steps, batch 256,
+docs/studies/implicit-bias.md, experiment `linear`. RoPE, K = 2, 5 seeds, 4000 steps, batch 256,
 trained on the same data as the softmax head (same seeds, same batches).
 Command: lgjax linear           (~1 min here)
 Expect: linear fits in range, near chance at 48, low carrier fraction.

@@ -1,6 +1,6 @@
 """maxmargin: does training converge in direction to the attention-SVM selector?
 
-Spec: implicit-bias.md (the max-margin view) and the controls issue. For a fixed sample of
+docs/studies/implicit-bias.md (the max-margin view) and the controls issue. For a fixed sample of
 training sequences (K = 2, lengths [8, 16]) the hard-margin selector W_mm is solved in the dual
 (FISTA, selector.py) in the feature space the head sees at that checkpoint: APE z = E[s] + p_t
 (W = wq wk^T), RoPE the lifted (A_i, B_i) with the trained embedding E[s] as x. Reported per

@@ -1,6 +1,6 @@
 """mechanics: margin bound, dynamics of the carrier, APE pinning vs weight decay, sweeps.
 
-Spec: implicit-bias.md, experiment `mechanics` (measurements 6-8, 10).
+docs/studies/implicit-bias.md, experiment `mechanics`.
  (a) RoPE, K = 2, 5 seeds: bound 1/(1+(L-1)e^{-mu}) from the measured margin vs the observed
      mean attention at -K, by length;
  (b) carrier fraction and top-1 SV energy over training, read from (a)'s checkpoints;

@@ -1,8 +1,8 @@
 """multiseed: accuracy, peak height and selected offset vs length, RoPE vs APE, many seeds.
 
-Spec: implicit-bias.md, experiment `multiseed` (Table 1). Published scale (the defaults): K = 1,
-8 seeds, 4000 steps, batch 256, train lengths [8, 16], 4096 evaluation sequences at each of
-12, 16, 20, 24, 32, 40, 48.
+docs/studies/implicit-bias.md, experiment `multiseed` (Table 1). Published scale (the
+defaults): K = 1, 8 seeds, 4000 steps, batch 256, train lengths [8, 16], 4096 evaluation
+sequences at each of 12, 16, 20, 24, 32, 40, 48.
 Command: lgjax multiseed        (~30 s here)
 Expect: RoPE near 1.0 in range and well above chance at 48 with a slow decline; APE 1.0 in
 range, near chance from 20 on; RoPE selected offset = -K in every seed x length cell.

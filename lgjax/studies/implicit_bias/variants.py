@@ -1,6 +1,6 @@
 """variants: other relative schemes, content-conditioned selection, carrier peaks, more heads.
 
-Spec: implicit-bias.md, experiment `variants`. 5 seeds, 4000 steps, batch 256 everywhere.
+docs/studies/implicit-bias.md, experiment `variants`. 5 seeds, 4000 steps, batch 256 everywhere.
  (a) ALiBi, T5-style bias and RoPE at K in {1, 2}: accuracy by length and selected offset;
  (b) two_offset (the query's mode token picks K0 = 1 or K1 = 3), H = 1 and H = 2: in-range
      accuracy and the mode-conditioned carrier profile peaks (W_Q E[mode])^T R_delta m_K;

@@ -1,4 +1,5 @@
-"""A training-free score alpha_L that predicts length generalization (spec: realizability.md).
+"""A training-free score alpha_L that predicts length generalization
+(docs/studies/realizability.md).
 
 score (alpha_L: the pinned fit and its ablations), stats (rank correlation, bootstrap, AUC),
 alpha (the score for every encoding x task), train (the trained grid), report (alpha vs trained
@@ -18,7 +19,7 @@ STUDY = StudyDeclaration(
         "realizability-report": Command(_ + "report", "alpha vs trained LG"),
     },
     experiments=("realizability-alpha", "realizability-train", "realizability-report"),
-    # the longest at --quick (README, Performance: the measurements behind the defaults)
+    # the longest at --quick (docs/results/performance.md, the measurements behind the defaults)
     longest_first=("realizability-train", "realizability-train-L0"),
     claims="realizability.json",
     readers=_ + "claims",

@@ -1,5 +1,5 @@
 """realizability-alpha: the training-free score alpha_L for every encoding x task x length, its
-ablations (other selections at L0) and its frequency sweeps (spec: realizability.md, "The score").
+ablations (other selections at L0) and its frequency sweeps (docs/studies/realizability.md).
 
 alpha_L: fit one positional-only head at L0 = 20 (reference: zero init, Adam lr 0.1 with coupled
 weight decay 1e-4, 400 full-batch steps), keep it fixed, and count the new rows i in [L0, L) whose

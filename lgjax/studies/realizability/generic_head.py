@@ -1,5 +1,5 @@
 """A positional-only head for any registered encoding, read off its `Encoding` behaviours, so that
-alpha_L (score.py) needs no head written per encoding (spec: realizability.md).
+alpha_L (score.py) needs no head written per encoding (docs/studies/realizability.md).
 
 The score is linear in its free parameters w, built from the encoding's own features:
   additive part  S += Phi W Phi^T, Phi [L, D] the encoding's embedding rows; an embedding that

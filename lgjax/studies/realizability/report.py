@@ -1,13 +1,13 @@
 """realizability-report: the training-free score alpha_L beside the trained grid's LG@L.
 
-Spec: realizability.md, "Statistics and sweeps". Reads the grid's results (realizability-train)
-and the alpha study's results.json, then per tier: alpha next to LG at each length; Spearman rho
-over learnable (cell, L) rows (cell = encoding x task, seeds averaged; learnable: mean train
-accuracy > 0.8) with a cluster-bootstrap 95% CI over cells; the sufficiency precision
-P[LG >= 0.7 | alpha >= 0.5] over (encoding, task, L, seed) rows with a row-bootstrap CI; the
-screen AUC (label: seed-mean LG >= 0.7) over (encoding, task, L) rows with a cluster-bootstrap CI;
-counts of measurements against the spec's expected counts. Beside the main grid, the sweeps given
-by their flags: L0 sensitivity (1L1H trained at L0 in {10, 20, 40}, tested at 3 L0), the RoPE
+docs/studies/realizability.md, its statistics and sweeps. Reads the grid's results
+(realizability-train) and the alpha study's results.json, then per tier: alpha next to LG at each
+length; Spearman rho over learnable (cell, L) rows (cell = encoding x task, seeds averaged;
+learnable: mean train accuracy > 0.8) with a cluster-bootstrap 95% CI over cells; the sufficiency
+precision P[LG >= 0.7 | alpha >= 0.5] over (encoding, task, L, seed) rows with a row-bootstrap CI;
+the screen AUC (label: seed-mean LG >= 0.7) over (encoding, task, L) rows with a cluster-bootstrap
+CI; counts of measurements against the spec's expected counts. Beside the main grid, the sweeps
+given by their flags: L0 sensitivity (1L1H trained at L0 in {10, 20, 40}, tested at 3 L0), the RoPE
 frequency scale on skip-3 (alpha and trained 1L1H), and the scale check (d = 128, 64 tokens) with
 the main grid's statistics; the main grid supplies L0 = 20 and scale 1. Figures: alpha vs LG per
 tier, heatmaps of alpha and LG at L = 60 (encoding x task), LG and alpha against L, rho and

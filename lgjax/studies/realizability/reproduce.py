@@ -32,8 +32,8 @@ MAIN_SETTING_ONLY = {"sweep_nums": (_ALPHA.num,), "sweep_bases": (_ALPHA.base,),
 CPU_TIERS = ("1L1H",)  # the tier the theory describes; the others on request on a CPU
 SCALE_TIERS = ("1L1H", "2L4H")  # Table 7's
 # --quick: smaller evaluations and bootstraps (the run options come from QUICK_RUN). The grids
-# at XLA's defaults: their steps outweigh the compilation even at 300 steps (README,
-# Performance: the measurements behind the defaults)
+# at XLA's defaults: their steps outweigh the compilation even at 300 steps (docs/results/
+# performance.md, the measurements behind the defaults)
 QUICK = {"alpha": {}, "train": {"run": {"eval_sequences": 256, "fast_compile": False}},
          "report": {"resamples": 1000}, "scale_check": {"run": {"seeds": 2}}}
 

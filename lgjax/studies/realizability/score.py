@@ -1,5 +1,5 @@
 """Positional realizability alpha_L: can one positional-only head, fitted at the training length
-L0, carry a task's target pattern to a longer length L? (spec: realizability.md)
+L0, carry a task's target pattern to a longer length L? (docs/studies/realizability.md)
 
 A head is a kernel S_L[i, j] (query row i, key j <= i) that is linear in its free parameters w:
   additive (ape: learned absolute, sinusoidal, NoPE)  S = Phi_L W Phi_L^T

@@ -1,10 +1,10 @@
 """realizability-train: the trained side of the realizability study, one grid program per
 (tier, encoding), every (task x seed) of it in one compiled program (lgjax.grid).
 
-Spec: realizability.md, "The trained side". Published scale (the defaults): encodings ape (learned
-absolute, clamped past L0), NoPE, ALiBi (geometric slopes), sinusoidal, RoPE; ten tasks; seeds 0..4;
-tiers 1L1H, 2L4H, 4L4H (pre-LN decoder, MLP 4d GELU, d = 64, 12 content tokens); Adam lr 1e-3,
-no weight decay, batch 64, 3000 steps, every sequence exactly L0 = 20 long; LG@L = accuracy on
+docs/studies/realizability.md, the trained side. Published scale (the defaults): encodings ape
+(learned absolute, clamped past L0), NoPE, ALiBi (geometric slopes), sinusoidal, RoPE; ten tasks;
+seeds 0..4; tiers 1L1H, 2L4H, 4L4H (pre-LN decoder, MLP 4d GELU, d = 64, 12 content tokens); Adam lr
+1e-3, no weight decay, batch 64, 3000 steps, every sequence exactly L0 = 20 long; LG@L = accuracy on
 rows i >= L0 at L in {30, 40, 50, 60, 80}, all-row accuracy beside it, train accuracy at L0.
 Command: lgjax realizability-train --ckpt-root /work/runs/realizability
   Programs live in <ckpt-root>/<name>/<tier>/<encoding>/ (config.json, checkpoints,
