@@ -10,8 +10,17 @@ The public face (each name imported on first use, so `lgjax --help` stays fast):
 """
 
 import importlib
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time `__getattr__` imports on use
+    from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
+    from lgjax.encodings import Encoding
+    from lgjax.harness.study import RunOptions, run_study
+    from lgjax.plugins import register_encoding, register_task
+    from lgjax.runs import open_run
+    from lgjax.tasks import Task
 
 _PUBLIC = {
     "register_encoding": "lgjax.plugins", "register_task": "lgjax.plugins",
@@ -21,7 +30,11 @@ _PUBLIC = {
     "run_study": "lgjax.harness.study", "RunOptions": "lgjax.harness.study",
     "open_run": "lgjax.runs",
 }
-__all__ = sorted(_PUBLIC)
+# written out, as type checkers and linters read it (tests/test_public_names.py holds it, the
+# TYPE_CHECKING block and _PUBLIC to the same names)
+__all__ = ["ConfigError", "Encoding", "ModelConfig", "RunConfig", "RunOptions", "Task",
+           "TaskConfig", "TrainConfig", "open_run", "register_encoding", "register_task",
+           "run_study"]
 
 
 def __getattr__(name: str):
