@@ -106,6 +106,8 @@ def _known(kind: str, registry: dict, name: str, field: str):
 
 @dataclass(frozen=True)
 class TaskConfig:
+    """Which task a run trains on, with its knobs (`TaskConfig.of("skip", offset=3)`)."""
+
     name: str = "fixed_offset"  # key in lgjax.tasks.TASKS
     vocab: int = 20  # m: number of content tokens (uniform i.i.d.)
     # the task's knobs: an instance of TASKS[name].options (None: its defaults), e.g.
@@ -135,6 +137,9 @@ class TaskConfig:
 
 @dataclass(frozen=True)
 class ModelConfig:
+    """The model: its positional encoding (and that encoding's options), its shape and its
+    attention (`ModelConfig("rope", enc=RopeOptions(base=1e3))`)."""
+
     encoding: str = "rope"  # key in lgjax.encodings.ENCODINGS
     arch: str = "head"  # "head": the one-layer head; "transformer": pre-LN decoder blocks
     layers: int = 2  # transformer blocks (arch="transformer" only)
@@ -159,6 +164,8 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
+    """How a run trains: optimizer, lengths, seeds and the checkpoint schedule."""
+
     steps: int = 4000  # optimizer steps
     batch: int = 256  # sequences per step per seed
     lr: float = 1e-3  # Adam learning rate
@@ -190,6 +197,9 @@ def saved(cfg) -> dict:
 
 @dataclass(frozen=True)
 class RunConfig:
+    """One run: a task, a model and its training, for every seed of `train.seeds`. A run
+    directory holds one, saved as `config.json` (`to_json`)."""
+
     task: TaskConfig = field(default_factory=TaskConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)

@@ -131,6 +131,15 @@ class NoOptions:
 
 @dataclass(frozen=True)
 class Encoding:
+    """A positional encoding: the behaviours it supplies (each defaults to doing nothing), its
+    positional-only `kernel` and its `options`.
+
+    Register one with `lgjax.register_encoding(name, Encoding(kind, kernel, ...))`. `kind`
+    names the behaviour that carries position: `"additive"` (`embed`), `"rotary"` (`rotate`),
+    `"bias"` (`bias`), `"content"` (`content`) or `"none"`. The module docstring of
+    `lgjax.encodings` gives every behaviour's signature.
+    """
+
     # which behaviour carries position: "additive" | "rotary" | "bias" | "none" | "content"
     kind: str
     kernel: Callable  # (params, q_pos, k_pos, cfg) -> [..., H]: the positional-only logit
@@ -484,6 +493,8 @@ clip_init, clip_bias = table_bias(lambda c: c.enc.clip + 1, lambda d, c: jnp.min
 
 
 def bias_kernel(bias_fn):
+    """The positional-only kernel of a bias encoding: `kernel(params, q_pos, k_pos, cfg)` is
+    `bias_fn(params, q_pos - k_pos, cfg)`, a logit per head `[..., H]`."""
     def kernel(params, q_pos, k_pos, cfg):
         return bias_fn(params, jnp.asarray(q_pos) - jnp.asarray(k_pos), cfg)
 

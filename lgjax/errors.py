@@ -27,6 +27,8 @@ class TrainingDiverged(RuntimeError):
 
 
 def require(cond: bool, field_name: str, message: str) -> None:
+    """Raise `ConfigError("<field_name>: <message>")` unless `cond`: the one-line refusal of a
+    bad field (the message says the fix), for an encoding's or task's `validate`."""
     if not cond:
         raise ConfigError(f"{field_name}: {message}")
 

@@ -29,6 +29,14 @@ LOADED: list[str] = []  # the plugin modules of this process, in load order
 
 
 def register_encoding(name: str, encoding: Encoding, replace: bool = False) -> Encoding:
+    """Add `encoding` to the registry under `name`, so `ModelConfig(name)` trains it.
+
+    Call it at import of your module and load the module with `--plugin` (the command line) or
+    an import (Python). A name already registered (`rope`) is refused with a `ConfigError`
+    unless `replace=True`. The calling module is remembered and recorded in the config of every
+    run that uses the entry, so later commands reopen those runs by themselves. Returns the
+    encoding.
+    """
     if not isinstance(encoding, Encoding):
         raise ConfigError(f"register_encoding({name!r}): got a {type(encoding).__name__}, not an "
                           "lgjax.encodings.Encoding")
@@ -36,6 +44,11 @@ def register_encoding(name: str, encoding: Encoding, replace: bool = False) -> E
 
 
 def register_task(name: str, task: Task, replace: bool = False) -> Task:
+    """Add `task` to the registry under `name`, so `TaskConfig(name)` trains on it.
+
+    As `register_encoding`: refused for a registered name unless `replace=True`, the calling
+    module recorded with the runs. Returns the task.
+    """
     if not isinstance(task, Task):
         raise ConfigError(f"register_task({name!r}): got a {type(task).__name__}, not an "
                           "lgjax.tasks.Task")

@@ -77,5 +77,12 @@ class Run(RunDir):
 
 
 def open_run(path: Path | str) -> Run:
-    """Open an existing run (or grid program) read-only, for analysis: no lock, no writes."""
+    """Open an existing run (or grid program) read-only, for analysis: no lock, no writes.
+
+    ```python
+    with lgjax.open_run("checkpoints/multiseed-K1/rope") as run:
+        run.config, run.steps(), run.metrics()
+        states = run.restore(250)  # stacked over seeds, verified against its digests
+    ```
+    """
     return Run(path)

@@ -62,6 +62,10 @@ class SlotOptions:
 
 @dataclass(frozen=True)
 class Task:
+    """A task: which rows are scored and the key position each must read (a positional
+    `rule(pos, length, cfg)`, written with `where_target`), or a sampler of its own for a
+    content-dependent task; its knobs are its `options`, read as `cfg.opts.<knob>`."""
+
     rows: str  # "last": only the query n = L-1 is scored; "all": every row with a target
     min_length: Callable  # shortest length with a scored row
     rule: Rule | None = None  # positional target rule; None: the target depends on content

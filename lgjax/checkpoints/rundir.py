@@ -284,6 +284,7 @@ class RunDir:
             raise
 
     def steps(self) -> list[int]:
+        """The saved steps, ascending (orbax lists only committed ones)."""
         return [s for s in step_folders(self.path) if s not in self.strays]
 
     def latest(self) -> int | None:
@@ -467,7 +468,8 @@ class RunDir:
                                    f"folder {s} aside to resume from an earlier one)") from err
 
     def restore(self, step: int | None = None) -> train.TrainState:
-        """restore_verified(step); step None: the newest intact step."""
+        """The state saved at `step`, stacked over seeds and verified against its digests
+        (a `CheckpointError` names a damaged step); `step=None`: the newest intact step."""
         if step is not None:
             return self.restore_verified(step)
         found = self.restore_latest_intact()
@@ -476,6 +478,8 @@ class RunDir:
         return found[1]
 
     def close(self) -> None:
+        """Wait for pending saves, close orbax's manager and release the lock (a run opened
+        read-only has neither); `with` calls it."""
         try:
             if not self.readonly:
                 self._finish_pending()

@@ -38,6 +38,9 @@ from lgjax.validation import validate
 
 @dataclass(frozen=True)
 class RunOptions:
+    """The options every training command shares (`--seeds`, `--steps`, ...), the `run` field
+    of each command's `Config`; its defaults there are the published scale."""
+
     seeds: int = option(5, ge=1)  # seeds 0..seeds-1 of every run
     steps: int = option(4000, ge=1)  # Adam steps of every run
     batch: int = option(256, ge=1)  # training sequences per step (per seed)
@@ -77,8 +80,8 @@ class Study:
     # what to train ({} for a training-free study); a name is the run directory under
     # <ckpt_root>/, so studies can share runs; a Grid trains all its cells in one program
     runs: Callable[[Any], dict[str, RunConfig | grid.Grid]]
-    measure: Callable[[Any, dict[str, Trained]], dict]  # the numbers, from the trained states
-    # (JSON-able; arrays allowed)
+    # the numbers, from the trained states (JSON-able; arrays allowed)
+    measure: Callable[[Any, dict[str, Trained]], dict]
     table: Callable[[dict], str]  # what is printed, from the result alone
     # study-specific checks, before anything trains (raise ConfigError)
     check: Callable[[Any], None] = lambda cfg: None
@@ -277,7 +280,13 @@ def finished_result(study: Study, cfg) -> dict | None:
 
 
 def run_study(study: Study, cfg) -> dict:
-    """Validate, train, measure, write results.json, print the table, draw the figure."""
+    """Validate, train, measure, write results.json, print the table, draw the figure.
+
+    Every check runs first (each run's config, the devices, the output folders), before
+    anything trains; runs already finished with the same config are reloaded. Returns the
+    result as written to results.json. `run_study(module.STUDY, module.Config(...))` runs a
+    study's command from Python as the command line does.
+    """
     runs = preflight(study, cfg)
     earlier = study.measured_runs(cfg)  # before training adds to them
     t0 = time.perf_counter()
