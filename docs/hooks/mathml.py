@@ -18,8 +18,8 @@ def _mathml(match: re.Match) -> str:
     display, inline = match.group(2), match.group(3)
     if display is not None:
         return "\n\n" + convert(display.strip(), display="block") + "\n\n"
-    if inline is not None:
-        return convert(inline)
+    if inline is not None:  # in a span: a line that starts with <math> would be an HTML block
+        return f'<span class="math">{convert(inline)}</span>'
     return match.group(0)
 
 
