@@ -53,7 +53,7 @@ def rows_of(text: str) -> dict[str, list[str]]:
     for line in text.splitlines():
         if line.startswith("| ") and not line.startswith("| claim"):
             cells = [c.strip() for c in line.strip("|").split(" | ")]
-            out.setdefault(cells[0].split("<br>")[0], cells)
+            out.setdefault(cells[0].split("<br>(")[0].replace("<wbr>", ""), cells)
     return out
 
 

@@ -235,7 +235,8 @@ def claims_table(verdicts, recorded: set[str]) -> list[str]:
     for v in verdicts:
         c = {k: _md(x) for k, x in _cells(v).items()}
         measured = c[report.CLAIM_COLS[4]] if v.experiment in recorded else "-"
-        rows.append([f"{c['claim']}<br>({c['where']})", c["what"], c["published"], measured,
+        claim = c["claim"].replace(".", ".<wbr>")  # a long id may break after a dot
+        rows.append([f"{claim}<br>({c['where']})", c["what"], c["published"], measured,
                      _md(verdict_cell(v, recorded))])
     return markdown_table(["claim", "what", "published", "measured", "verdict"], rows)
 
