@@ -24,3 +24,12 @@ def test_inline_math_at_a_line_start_stays_in_its_paragraph():
 def test_display_math_is_a_block_and_code_is_left_alone():
     out = html_of("the logit\n\n$$\\ell_t = q^\\top k_t$$\n\nand `$x$` in code")
     assert 'display="block"' in out and "<code>$x$</code>" in out
+
+
+def test_an_included_file_has_its_equations_converted(tmp_path):
+    (tmp_path / "part.md").write_text("its $a_t = \\ell_t$ here\n")
+    config = {"docs_dir": str(tmp_path)}
+    out = markdown.markdown(hook.on_page_markdown('# Page\n\n--8<-- "part.md"\n', config=config))
+    assert "<mi>a</mi>" in out and "$" not in out
+    kept = hook.on_page_markdown('--8<-- "absent.md"\n', config=config)
+    assert kept == '--8<-- "absent.md"\n'  # left to snippets, which fails the strict build
