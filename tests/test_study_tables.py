@@ -97,7 +97,8 @@ def test_portable_names_the_folders():
 def test_a_differing_claim_shows_by_how_much_and_its_explanation():
     v = Verdict("c1", "claim", "multiseed", "Table 1", "what", 0.5, "abs 0.1", DIFFERS,
                 "0.9 vs 0.5: off by 0.4")
-    explained = types.SimpleNamespace(**dataclasses.asdict(v), explanation="the seeds differ")
+    fields = {**dataclasses.asdict(v), "explanation": "the seeds differ"}  # a claim's optional one
+    explained = types.SimpleNamespace(**fields)
     assert T.verdict_cell(explained, {"multiseed"}) == \
         "DIFFERS: 0.9 vs 0.5: off by 0.4. Why: the seeds differ"
     assert T.verdict_cell(v, {"multiseed"}) == "DIFFERS: 0.9 vs 0.5: off by 0.4"
