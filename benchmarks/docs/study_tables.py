@@ -5,14 +5,17 @@ rows are the claims report's own (lgjax.reproduce.report), so a page shows what
 `lgjax reproduce` would report from those measurements today. tests/test_study_tables.py checks
 that each committed page is what this script writes.
 
-  python benchmarks/docs/study_tables.py              # rewrites the tables in docs/studies/*.md
-  python benchmarks/docs/study_tables.py record implicit-bias OUT --command "..." --when DATE \\
-      --commit SHA --machine "..."                    # docs/data/implicit-bias.json from the
-                                                      # --out folder OUT of a reproduction
+  python benchmarks/docs/study_tables.py       # rewrites the tables in docs/studies/*.md
+  python benchmarks/docs/study_tables.py record contract OUT --ckpt-root CK \
+      --command "lgjax reproduce contract --only contract-lab" --date "..." --commit SHA \
+      --machine "..." --scale "..."            # docs/data/contract.json from the --out folder
+                                               # OUT of that reproduction (run directories: CK)
 
-A recorded file keeps each experiment's results file whole, with the folders of the machine that
-ran it written as <out> and <ckpt-root>. Experiments absent from it read "not recorded", with
-the command that measures them and what it costs (MEASURE).
+A recorded file keeps of each experiment's results file what the claim checks read (the record
+is refused unless they read the same verdicts from it as from the whole files) and what the
+page shows (SHOWN), the folders of the machine that ran it written as <out> and <ckpt-root>.
+Experiments absent from it read "not recorded", with the command that measures them and what it
+costs (MEASURE).
 """
 
 from __future__ import annotations
@@ -53,8 +56,9 @@ MEASURE = {
         "realizability-train": (
             "lgjax reproduce realizability",
             "on a CPU the 1L1H tier with the L0-sensitivity grids and the RoPE frequency-scale "
-            "rows: the 1L1H tier alone took 2.4 h on a 2-core CPU (2026-12-02); the deeper tiers "
-            "(--tiers 2L4H,4L4H, about 3.9 and 7.8 CPU-hours) run by default on an accelerator"),
+            "rows: the 1L1H tier alone took 2.4 h on a 2-core CPU beside other work (2026-12-02); "
+            "the deeper tiers (--tiers 2L4H,4L4H, about 3.9 and 7.8 CPU-hours) run by default "
+            "on an accelerator"),
         "realizability-report": (
             "lgjax reproduce realizability",
             "seconds, once realizability-train's runs exist"),
