@@ -6,6 +6,7 @@ lengths in relative (aligned at the query) and absolute (aligned at position 0) 
 
   * lgjax's: the largest gap between the seed-averaged length-curves (max over positions);
   * the mean gap over the shared positions (a whole-curve distance rather than a peak's);
+  * both over the lengths beyond the trained range only (24, 32, 48: where APE is "pinned");
   * per seed: where each length's curve peaks (absolute position and offset), and the largest
     gap per seed.
 
@@ -46,7 +47,10 @@ def main() -> None:
         per_seed = [[att_SxLxP[s, j, :L] for j, L in enumerate(cfg.lengths)]
                     for s in range(att_SxLxP.shape[0])]
         mean = [att_SxLxP[:, j, :L].mean(0) for j, L in enumerate(cfg.lengths)]
+        beyond = [c for c, L in zip(mean, cfg.lengths) if L > rc.train.lmax]
         r = {"seed-mean": {c: gaps(mean, c) for c in ("relative", "absolute")},
+             "seed-mean beyond the range": {c: gaps(beyond, c) for c in ("relative", "absolute")},
+             "seed-mean peak position": [int(np.argmax(c)) for c in mean],
              "peak_position_per_seed": [[int(np.argmax(c)) for c in cs] for cs in per_seed],
              "peak_height_per_seed": [[float(np.max(c)) for c in cs] for cs in per_seed],
              "per_seed_max_gap": {c: [gaps(cs, c)[0] for cs in per_seed]
@@ -56,8 +60,11 @@ def main() -> None:
         for c in ("relative", "absolute"):
             mx, mn = r["seed-mean"][c]
             ps = np.array(r["per_seed_max_gap"][c])
+            bx, bn = r["seed-mean beyond the range"][c]
             print(f"  {c:>8s}: seed-mean curves largest gap {mx:.3f}, mean gap {mn:.4f}; per seed "
-                  f"largest gap median {np.median(ps):.3f} (range {ps.min():.3f}-{ps.max():.3f})")
+                  f"largest gap median {np.median(ps):.3f} (range {ps.min():.3f}-{ps.max():.3f}); "
+                  f"beyond the range only: largest {bx:.3f}, mean {bn:.4f}")
+        print(f"  seed-mean curves peak at positions {r['seed-mean peak position']}")
         for s, (pos, h) in enumerate(zip(r["peak_position_per_seed"], r["peak_height_per_seed"])):
             print(f"  seed {s}: peak position by length {pos}, height "
                   + " ".join(f"{x:.2f}" for x in h))
