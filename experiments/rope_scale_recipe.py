@@ -58,11 +58,16 @@ def variant(rc, name: str):
         return dataclasses.replace(rc, train=dataclasses.replace(t, steps=int(name[5:]))), None
     if name.startswith("lr"):
         return dataclasses.replace(rc, train=dataclasses.replace(t, lr=float(name[2:]))), None
+    if name.startswith("initall"):  # every dense kernel (not the embedding, not LayerNorm)
+        f = float(name[7:])
+        return rc, lambda p: jax.tree_util.tree_map_with_path(
+            lambda path, x: x * f if getattr(path[-1], "key", None) == "kernel" else x, p)
     if name.startswith("init"):  # W_Q and W_K start smaller (or larger) by this factor
         f = float(name[4:])
         return rc, lambda p: {**p, "block0": {**p["block0"], **{
             w: {"kernel": p["block0"][w]["kernel"] * f} for w in ("query", "key")}}}
-    raise SystemExit(f"--variants: unknown variant {name!r} (spec, wdX, stepsN, lrX, initX)")
+    raise SystemExit(f"--variants: unknown variant {name!r} (spec, wdX, stepsN, lrX, initX, "
+                     "initallX)")
 
 
 def probe(rc):

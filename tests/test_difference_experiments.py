@@ -65,5 +65,11 @@ def test_recipe_variants_change_one_element_each():
     np.testing.assert_allclose(q["block0"]["query"]["kernel"],
                                0.1 * p["block0"]["query"]["kernel"], rtol=1e-6)
     np.testing.assert_array_equal(q["block0"]["value"]["kernel"], p["block0"]["value"]["kernel"])
+    every = recipe.variant(rc, "initall0.5")[1](p)
+    np.testing.assert_allclose(every["block0"]["mlp_in"]["kernel"],
+                               0.5 * p["block0"]["mlp_in"]["kernel"], rtol=1e-6)
+    np.testing.assert_allclose(every["readout"]["kernel"], 0.5 * p["readout"]["kernel"], rtol=1e-6)
+    np.testing.assert_array_equal(every["block0"]["LayerNorm_0"]["scale"],
+                                  p["block0"]["LayerNorm_0"]["scale"])
     with pytest.raises(SystemExit, match="unknown variant"):
         recipe.variant(rc, "momentum0.5")
