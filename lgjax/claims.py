@@ -6,8 +6,10 @@ A claims file (`<study package>/<study>.json`) lists claims: id, where, what, th
 (a number; a symbol such as "-K"; a list; or a dict of components, e.g. one per length), a
 tolerance text (the published wording, shown in the report), its rules as data (`read_rules`: one
 per clause of the text, read directly, so checking parses nothing; a claim without them has its
-text parsed) and the experiment that measures it. A study's readers module (its package
-declares it) holds
+text parsed) and the experiment that measures it; optionally an `explanation`, one line saying
+why ours differs where an experiment found it (the cause, or the reading of the publication
+that it is: "a reading of ...: ...", "ruled out: ..."), which the report shows beside a
+"differs" verdict. A study's readers module (its package declares it) holds
 REGISTRY, claim id -> a function of the results dicts {experiment: results.json dict} returning
 the measured components (`Measured`), and EXPECTATIONS, the spec's qualitative "expect" column as
 named predicates; optionally its own tolerance words (LABELS: a label -> the components it speaks
@@ -85,6 +87,9 @@ class Claim:
     # restate them in the forms the rules read (same numbers; see the readers' RESTATED)
     rules: tuple[Rule, ...] | None = None  # the file's structured rules (read_rules); None:
     # the tolerance text is parsed instead
+    explanation: str = ""  # why ours differs, where an experiment found it: one line naming
+    # the cause or the reading ("a reading of ...: ...", "ruled out: ..."); the report shows it
+    # beside a "differs" verdict
 
 
 @dataclass(frozen=True)
@@ -113,18 +118,29 @@ def load_claims(path: Path, readers=None) -> Claims:
                                      "readers restate its tolerance (RESTATED)")
             rules = read_rules(f"{path}: claim {entry['id']}", entry["rules"],
                                entry["tolerance"], words)
-        claim = Claim(**{f: entry[f] for f in fields}, rules=rules)
+        why = read_explanation(f"{path}: claim {entry['id']}", entry.get("explanation", ""))
+        claim = Claim(**{f: entry[f] for f in fields}, rules=rules, explanation=why)
         if claim.id in restate:
             published, tolerance = restate[claim.id]
             claim = Claim(**{**{f: entry[f] for f in fields}, "published": published,
                              "tolerance": tolerance},
-                          restated=f"file: {entry['published']}; {entry['tolerance']!r}")
+                          restated=f"file: {entry['published']}; {entry['tolerance']!r}",
+                          explanation=why)
         rules_by_component(claim, words)
         claims.append(claim)
     twice = sorted(i for i, n in Counter(c.id for c in claims).items() if n > 1)
     if twice:
         raise ValueError(f"{path}: duplicate claim ids {twice}")
     return Claims(path.stem, tuple(claims))
+
+
+def read_explanation(where: str, text) -> str:
+    """A claim's optional `explanation`: one line of text (absent: ""); anything else is a
+    ValueError naming `where` (the claim) and the field."""
+    if not isinstance(text, str) or "\n" in text or "\r" in text or (text and not text.strip()):
+        raise ValueError(f"{where}: field 'explanation' must be one line of text naming the "
+                         f"cause or the reading, got {text!r}")
+    return text.strip()
 
 
 def components(published) -> dict[str, object]:
@@ -465,6 +481,7 @@ class Verdict:
     measured: dict = field(default_factory=dict)  # component -> {"mean", "sd", "n", "text"}
     reading: str = ""  # which reading of an ambiguous claim (e.g. of tau) this line checks
     outcomes: tuple[Outcome, ...] = ()
+    explanation: str = ""  # the claim's explanation (Claim.explanation), for a "differs"
 
     @property
     def label(self) -> str:
@@ -481,7 +498,8 @@ def check_claim(claim: Claim, results: dict[str, dict], registry: dict,
     """One verdict per reading of the claim (one, unless the registry lists several). A judged
     claim (rule "verdict") takes its measured verdict as its status."""
     base = dict(id=claim.id, kind="claim", experiment=claim.experiment, where=claim.where,
-                what=claim.what, published=claim.published, tolerance=claim.tolerance)
+                what=claim.what, published=claim.published, tolerance=claim.tolerance,
+                explanation=claim.explanation)
     if claim.id not in registry:
         return [Verdict(**base, status=NOT_RUN, detail="no measurement registered for this claim")]
     if claim.experiment not in results:

@@ -176,7 +176,10 @@ def prepare(cfg: Config) -> Prepared:
     if unknown:
         raise ConfigError(f"--only: {unknown} are not experiments of {cfg.study}; choose from "
                           f"{', '.join(experiments)}")
-    claim_set = claims.load_claims(cfg.study)
+    try:  # a malformed claims file is one line naming the claim and the field, exit 2
+        claim_set = claims.load_claims(cfg.study)
+    except ValueError as err:
+        raise ConfigError(f"claims file of {cfg.study}: {err}") from None
     root = Path(cfg.ckpt_root) / ("quick" if cfg.quick else "")
     if cfg.fresh:
         root = root / f"fresh-{time.strftime('%Y%m%d-%H%M%S')}"

@@ -107,7 +107,9 @@ def summary(verdicts: list[Verdict], results: dict[str, dict], reduced: bool,
     differ = [v for v in verdicts if v.status == DIFFERS]
     if differ:
         lines.append("claims that differ (published vs measured; report.md has every value):")
-        lines += [_clip(f"  {v.label}: {v.detail}") for v in differ]
+        for v in differ:
+            lines.append(_clip(f"  {v.label}: {v.detail}"))
+            lines += [_clip(f"    differs: {v.explanation}")] if v.explanation else []
     judged = [v for v in verdicts if v.kind == "claim" and v.status in n["judged"]]
     if judged:
         lines.append("judged claims (no published number; the verdict decides):")
@@ -159,18 +161,23 @@ def write_json(verdicts, results, figures, path: Path, reduced: bool, study: str
     path.write_text(json.dumps(_json_safe(doc), indent=1))
 
 
+def verdict_text(v: Verdict) -> str:
+    """A verdict as the tables show it: "DIFFERS: <explanation>" where the claim carries one."""
+    mark = MARK.get(v.status, v.status)
+    return f"{mark}: {v.explanation}" if v.status == DIFFERS and v.explanation else mark
+
+
 def _row(v: Verdict) -> list[str]:
     """A claim's or an expectation's row of the full tables (CLAIM_COLS / EXPECT_COLS)."""
     if v.kind == "expect":
         return [v.id, v.experiment, v.what, "-", "-", v.tolerance, MARK[v.status], v.detail]
     return [v.label, v.where, v.what, fmt_value(v.published), fmt_measured(v.measured),
-            v.tolerance, MARK.get(v.status, v.status), v.detail]
+            v.tolerance, verdict_text(v), v.detail]
 
 
 def _short_row(v: Verdict) -> list[str]:
     """A claim's row in its experiment's section (SHORT_COLS)."""
-    return [v.label, fmt_value(v.published), fmt_measured(v.measured),
-            MARK.get(v.status, v.status)]
+    return [v.label, fmt_value(v.published), fmt_measured(v.measured), verdict_text(v)]
 
 
 CLAIM_COLS = ["claim", "where", "what", "published", "measured (mean +- sd over seeds)",
@@ -237,8 +244,8 @@ def render_html(md: str, out: Path, study: str) -> str:
     body = re.sub(f'src="((?:[\\w.-]+/)?{FIGURES}/[^"]+)"',  # a study's, in `reproduce all`
                   lambda m: f'src="data:image/png;base64,{png(m)}"', body)
     verdict = lambda m: m[1].lower().replace(" ", "-")
-    body = re.sub(f"<td>({'|'.join(MARK.values())})</td>",
-                  lambda m: f'<td class="{verdict(m)}">{m[1]}</td>', body)
+    body = re.sub(f"<td>({'|'.join(MARK.values())})(: [^<]*)?</td>",
+                  lambda m: f'<td class="{verdict(m)}">{m[1]}{m[2] or ""}</td>', body)
     return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>Reproduction report: "
             f"{html.escape(study)}</title><style>{CSS}</style></head><body>\n{body}\n"
             "</body></html>")

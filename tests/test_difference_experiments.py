@@ -1,0 +1,75 @@
+"""The experiments behind the "what differs, and why" pages: their readings on hand-computed
+cases, and the recipe changes of the Table 10 experiment."""
+
+import importlib.util
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(
+        name, Path(__file__).parents[1] / "experiments" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+heads = _load("heads_readings")
+shift = _load("shift_readings")
+recipe = _load("rope_scale_recipe")
+
+
+def test_max_head_readings_by_hand():
+    """2 seeds, lengths 16 and 20, 2 heads, K = 2 (position L - 3). Seed 0: head 0 puts 0.8 on
+    -K, head 1 0.6; seed 1: head 0 0.5, head 1 0.9. Per seed max then mean: 0.85; max over
+    heads of the seed-mean: max(0.65, 0.75) = 0.75; mean over heads: 0.7."""
+    att = np.zeros((2, 2, 2, 20))
+    for j, L in enumerate((16, 20)):
+        att[0, j, :, L - 3] = 0.8, 0.6
+        att[1, j, :, L - 3] = 0.5, 0.9
+        att[:, j, :, 0] = 0.05  # below every peak
+    r = heads.readings(att, (16, 20), K=2)
+    np.testing.assert_allclose(r["lgjax (per seed max over heads, then mean)"], [0.85, 0.85])
+    np.testing.assert_allclose(r["max over heads of the seed-mean"], [0.75, 0.75])
+    np.testing.assert_allclose(r["mean over heads of the peak"], [0.7, 0.7])
+    np.testing.assert_allclose(r["fixed -K head: its attention at -K"], [0.85, 0.85])
+    np.testing.assert_allclose(r["heads peaking at -K (mean per seed)"], [2, 2])
+    np.testing.assert_allclose(r["lgjax's, per seed"], [[0.8, 0.8], [0.9, 0.9]])
+
+
+def test_shift_gaps_by_hand():
+    """Two curves of lengths 3 and 4: relative coordinates align their ends, absolute their
+    starts."""
+    a, b = np.array([0.0, 1.0, 0.0]), np.array([0.0, 1.0, 0.0, 0.0])
+    assert shift.gaps([a, b], "absolute") == (0.0, 0.0)
+    mx, mean = shift.gaps([a, b], "relative")  # [0, 1, 0] against [1, 0, 0]
+    assert mx == 1.0 and mean == pytest.approx(2 / 3)
+
+
+def test_recipe_variants_change_one_element_each():
+    _, rc = recipe.base_config(0.01, seeds=1)
+    assert rc.model.enc.scale == 0.01 and rc.task.opts.offset == 3
+    assert (rc.train.lr, rc.train.weight_decay, rc.train.steps) == (1e-3, 0.0, 3000)
+    wd, _ = recipe.variant(rc, "wd1e-2")
+    assert wd.train.weight_decay == 0.01 and "block0" in wd.train.decay_params
+    assert wd.model == rc.model and wd.train.lr == rc.train.lr
+    assert recipe.variant(rc, "lr1e-4")[0].train.lr == 1e-4
+    assert recipe.variant(rc, "steps1000")[0].train.steps == 1000
+    same, scale = recipe.variant(rc, "init0.1")
+    assert same == rc
+    p = jax.tree.map(lambda x: x[0], recipe.train.init_states(rc).params)
+    q = scale(p)
+    np.testing.assert_allclose(q["block0"]["query"]["kernel"],
+                               0.1 * p["block0"]["query"]["kernel"], rtol=1e-6)
+    np.testing.assert_array_equal(q["block0"]["value"]["kernel"], p["block0"]["value"]["kernel"])
+    every = recipe.variant(rc, "initall0.5")[1](p)
+    np.testing.assert_allclose(every["block0"]["mlp_in"]["kernel"],
+                               0.5 * p["block0"]["mlp_in"]["kernel"], rtol=1e-6)
+    np.testing.assert_allclose(every["readout"]["kernel"], 0.5 * p["readout"]["kernel"], rtol=1e-6)
+    np.testing.assert_array_equal(every["block0"]["LayerNorm_0"]["scale"],
+                                  p["block0"]["LayerNorm_0"]["scale"])
+    with pytest.raises(SystemExit, match="unknown variant"):
+        recipe.variant(rc, "momentum0.5")
