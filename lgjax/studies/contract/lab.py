@@ -199,7 +199,8 @@ def sections(result: dict) -> list[tuple[str, list[tuple[str, tuple | None, list
         what = t.get("averaged", "kernel with each seed's parameters")
         out.append((f"trained: {t['run_dir']} ({t['encoding']}, {t['arch']}, step {t['step']} "
                     f"of {t['steps']}): {what}",
-                    [(f"trained {t['encoding']}, step {t['step']}", untrained(t["horizon"]),
+                    [(f"trained {t['encoding']}, step {t['step']}"
+                      + (" (data-averaged)" if "averaged" in t else ""), untrained(t["horizon"]),
                       lines)]))
     return out
 
