@@ -257,9 +257,10 @@ def test_content_kernel_says_it_is_undefined():
 def test_profile_of_a_content_encoding_says_why_the_kernel_instruments_do_not_apply(
         tmp_path, monkeypatch, capsys):
     """The training-free instruments give one line each (card, profile.json), never a number;
-    the trained ones run; the contract lab says the same of the trained run."""
+    the trained ones run and are compared with the canonical encodings; the kernels learned are
+    read as the data-averaged term, labelled, the same as contract-lab --run-dir reads them."""
     from lgjax.harness import cli
-    from lgjax.profile import command, recipes
+    from lgjax.profile import command, compare, recipes
 
     tiny = dataclasses.replace(recipes.RECIPES["tiny"], name="quick", rz_tasks=("prev",),
                                ib_eval=32, rz_eval=32, ib_steps=5, rz_steps=5)
@@ -273,7 +274,18 @@ def test_profile_of_a_content_encoding_says_why_the_kernel_instruments_do_not_ap
                              "queries, keys or token states"}
     assert s["alpha"]["undefined"].startswith("alpha_L undefined for fox: it is defined on a "
                                               "positional-only head")
-    assert s["contract_learned"]["K1"] == s["contract"]
+    learned = s["contract_learned"]["K1"]  # the data-averaged term of each seed, labelled
+    assert learned["averaged"].startswith("data-averaged positional term (logits minus content")
+    assert learned["kernels"] == 1 and learned["content_sd"] >= 0.0
+    assert f"as its {learned['averaged']}: K=1: shift error" in printed
+    # the comparison with every canonical encoding, in profile.json and on the card
+    comp = got["comparison"]
+    assert set(comp["implicit_bias"]["vs"]) == {"ape", "nope", "alibi", "sinusoidal", "rope"}
+    assert comp["implicit_bias"]["vs"]["rope"]["verdict"] in ("better", "worse",
+                                                              "indistinguishable")
+    assert comp["realizability_1L1H"]["vs"]["rope"]["method"] == "none"  # one task, one seed
+    assert got["comparison_rule"] == compare.RULE
+    assert "Comparison, implicit bias (accuracy at L=48" in printed
     assert f"Contract (at init): {s['contract']['undefined']}." in printed
     assert f"Realizability (alpha_L, training-free): {s['alpha']['undefined']}." in printed
     ib = got["instruments"]["implicit_bias"]["K1"]
@@ -285,8 +297,42 @@ def test_profile_of_a_content_encoding_says_why_the_kernel_instruments_do_not_ap
     assert cli.main(["contract-lab", "--run-dir", str(run_dir),
                      "--out", str(tmp_path / "lab")]) == 0
     lab = json.loads((tmp_path / "lab" / "results.json").read_text())
-    assert lab["trained"]["undefined"] == s["contract"]["undefined"]
+    assert lab["trained"]["averaged"] == learned["averaged"]
+    assert [[{k: h[k] for k in learned if k in h} for h in seed]
+            for seed in lab["trained"]["profiles"]] == \
+        got["instruments"]["implicit_bias"]["K1"]["contract"]
     assert lab["encodings"]["cope"]["undefined"].startswith("undefined for cope")
+
+
+def test_the_lab_reads_a_content_encodings_term_averaged_over_the_evaluation_data():
+    """fox's term at (query d, key 0) is sum_{l=1}^{d} log sigmoid(w.x_l + b), x_l the token's
+    embedding: averaged here in numpy over the seed's evaluation sequences; with w = 0 every
+    sequence gives d log sigmoid(b) (an ALiBi), spread 0, shift-invariant."""
+    from lgjax import keys, tasks
+    from lgjax.studies.contract import averaged
+
+    rc = RunConfig(TaskConfig(), ModelConfig("fox", heads=2))
+    params = models.init_params(jax.random.key(0), rc)
+    params["fox_b"] = jnp.array([0.0, 1.5])
+    test, shift, n = 12, 5, 16
+    L = averaged.length(test, shift)
+    assert L == 13  # the pair (2, 7) shifted by 5 needs positions up to 12
+    tokens = np.asarray(tasks.sample_batch(rc.task, keys.stream(keys.seed_key(3), keys.EVAL, L),
+                                           n, L, L, L).tokens)
+    x = np.asarray(params["embed"], np.float64)[tokens]  # [n, L, d]
+    log_f = np.log(_sig(x @ np.asarray(params["fox_w"], np.float64)
+                        + np.asarray(params["fox_b"], np.float64)))  # [n, L, H]
+    term = np.cumsum(log_f[:, 1:test], axis=1)  # [n, d = 1..test-1, H]
+    heads = averaged.profiles(params, rc, 3, test, shift, n)
+    for h in range(2):
+        np.testing.assert_allclose(heads[h]["curve"], term[..., h].mean(0), rtol=1e-5)
+        assert heads[h]["content_sd"] == pytest.approx(term[..., h].std(0).mean(), rel=1e-4)
+    params["fox_w"] = jnp.zeros_like(params["fox_w"])
+    for h, p in enumerate(averaged.profiles(params, rc, 3, test, shift, n)):
+        np.testing.assert_allclose(p["curve"], np.arange(1, test) * np.log(_sig([0.0, 1.5][h])),
+                                   rtol=1e-5)
+        assert p["content_sd"] < 1e-6 and p["shift_error"] < 1e-5
+        assert p["monotonic_breaks"] == 0 and p["collisions"] == 0
 
 
 @pytest.mark.parametrize("name", CONTENT)

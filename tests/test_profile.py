@@ -122,6 +122,11 @@ def test_the_card_shows_the_key_carrier_fraction_of_a_rotary_part():
     (["profile", "rope", "--set", "base=500,base=600"], "--set base: given twice"),
     (["profile", "alibi", "--set", "slope=nan"], "model.enc.slope"),
     (["profile", "sinusoidal", "--set", "base=0"], "model.enc.base"),
+    # the content-aware entries' (their profile compares them as any other)
+    (["profile", "cope", "--set", "max_pos=0"], "model.enc.max_pos"),
+    (["profile", "fox", "--set", "w_std=-1"], "model.enc.w_std"),
+    (["profile", "dape", "--set", "base=rope"], "model.enc.base"),
+    (["contract-lab", "--sequences", "0"], "--sequences: must be an integer >= 1"),
 ])
 def test_a_bad_plugin_encoding_or_option_is_one_line_exit_2_before_any_work(
         tmp_path, capsys, monkeypatch, argv, says):

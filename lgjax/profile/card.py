@@ -1,7 +1,9 @@
-"""The profile card: a verdict line per instrument, the tables (the profiled encoding first, in
-bold, then the canonical encodings from the reference file), one figure with a panel per
-instrument; written as profile.md, a self-contained profile.html (the figure inlined) and
-profile.json."""
+"""The profile card: a verdict line per instrument and a comparison line per trained instrument
+(compare.py: better / worse / indistinguishable from each canonical encoding, by the rule the card
+prints), the comparison table (differences with their 95% intervals), the tables (the profiled
+encoding first, in bold, then the canonical encodings from the reference file), one figure with
+a panel per instrument; written as profile.md, a self-contained profile.html (the figure inlined)
+and profile.json."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from lgjax.harness.outputs import markdown_table, plt, save
+from lgjax.profile import compare
 from lgjax.profile.summary import FOCUS, IB_LONG
 
 
@@ -31,15 +34,16 @@ def verdicts(name: str, s: dict) -> list[str]:
         lines = [f"Contract (at init): {inv}; {c['out_of_table']:.0%} of distances out of "
                  f"table, {c['collisions']} collisions, {c['monotonic_breaks']} monotonic "
                  "breaks."]
-    learned = {K: v for K, v in s.get("contract_learned", {}).items() if "undefined" not in v}
+    learned = s.get("contract_learned", {})
     if learned:
-        lines[0] += " Learned (fixed offset, mean over seeds): " + "; ".join(
+        label = next(iter(learned.values())).get("averaged")
+        lines[0] += " Learned (fixed offset, mean over seeds" + (
+            f"), as its {label}" if label else ")") + ": " + "; ".join(
             f"K={K[1]}: shift error {_f(v['shift_error'], '{:.3g}')}, "
             f"{_f(v['collisions'], '{:.1f}')} collisions, "
-            f"{_f(v['monotonic_breaks'], '{:.1f}')} monotonic breaks" for K, v in learned.items()
-        ) + "."
-    elif s.get("contract_learned") and "undefined" not in c:
-        lines[0] += " Learned: " + next(iter(s["contract_learned"].values()))["undefined"] + "."
+            f"{_f(v['monotonic_breaks'], '{:.1f}')} monotonic breaks"
+            + (f", spread over sequences {v['content_sd']:.3g}" if label else "")
+            for K, v in learned.items()) + "."
     if "undefined" in a:
         lines.append(f"Realizability (alpha_L, training-free): {a['undefined']}.")
     else:
@@ -84,15 +88,17 @@ def tables(name: str, s: dict, ref: dict) -> list[tuple[str, list[str], list[lis
             ["encoding", "shift error", "out of table", "collisions", "monotonic breaks"],
             [[bold(n, m), *_contract_cells(x["contract"])] for n, x, m in every])]
     if s.get("contract_learned"):
+        avg = any("averaged" in v for v in s["contract_learned"].values())
         out.append(("Contract lab of the kernels learned at fixed offset K = 1 / K = 2 (the "
-                     "implicit-bias runs; mean over seeds)",
+                     "implicit-bias runs; mean over seeds" + ("; data-averaged: a content-aware "
+                     "encoding's positional term averaged over evaluation sequences, not a "
+                     "positional-only kernel)" if avg else ")"),
                      ["encoding", "K", "shift error", "out of table", "collisions",
                       "monotonic breaks"],
-                     [[bold(n, m), K[1], _f(v["shift_error"], "{:.3g}"),
-                       _f(v["out_of_table"], "{:.2f}"), _f(v["collisions"], "{:.1f}"),
-                       _f(v["monotonic_breaks"], "{:.1f}")]
-                      for n, x, m in every for K, v in x.get("contract_learned", {}).items()
-                      if "undefined" not in v]))
+                     [[bold(n + (" (data-averaged)" if "averaged" in v else ""), m), K[1],
+                       _f(v["shift_error"], "{:.3g}"), _f(v["out_of_table"], "{:.2f}"),
+                       _f(v["collisions"], "{:.1f}"), _f(v["monotonic_breaks"], "{:.1f}")]
+                      for n, x, m in every for K, v in x.get("contract_learned", {}).items()]))
     tasks = next((list(x["alpha"]) for _, x, _ in every if "undefined" not in x["alpha"]), [])
     out.append((f"alpha_{FOCUS} (pinned selection, generic head at m = 32; * = not realized "
                 "at L0; def = content-dependent, alpha := 0)", ["encoding", *tasks],
@@ -213,6 +219,26 @@ def _trained_at(card: dict) -> str:
     return f", trained at random positions in [0, {M})" if M else ""
 
 
+def said(card: dict) -> list[str]:
+    """The card's sentences: a verdict per instrument, then a comparison per trained one."""
+    return (verdicts(card["encoding"], card["summary"])
+            + compare.verdict_lines(card.get("comparison", {})))
+
+
+def comparison_table(card: dict) -> tuple[str, list[str], list[list]] | None:
+    """(title, columns, rows): a row per canonical encoding, a column per trained instrument,
+    each cell the difference, its interval and the verdict."""
+    comp = card.get("comparison", {})
+    if not comp:
+        return None
+    names = list(dict.fromkeys(n for c in comp.values() for n in c["vs"]))
+    return (f"Comparison with the canonical encodings: {card['encoding']} minus each, "
+            f"{compare.LEVEL:.0%} interval, verdict",
+            ["canonical", *(f"{k.replace('_', ' ')}: {c['metric']}" for k, c in comp.items())],
+            [[n, *(compare.cell(c["vs"][n]) if n in c["vs"] else "-" for c in comp.values())]
+             for n in names])
+
+
 def markdown(card: dict) -> str:
     name, s = card["encoding"], card["summary"]
     lines = [f"# Profile of `{name}`{_trained_at(card)}", "",
@@ -220,7 +246,11 @@ def markdown(card: dict) -> str:
              + (" (reduced: below the studies' published scale)" if card["reduced"] else "")
              + f"; {card['wall_seconds']:.0f} s wall. Canonical encodings: "
              f"{card['reference_note']}.",
-             "", "## Verdicts", ""] + [f"- {v}" for v in verdicts(name, s)] + [""]
+             "", "## Verdicts", ""] + [f"- {v}" for v in said(card)] + [""]
+    comp = comparison_table(card)
+    if comp:
+        lines += [f"## {comp[0]}", "", f"Rule: {compare.RULE}.", "",
+                  *markdown_table(comp[1], comp[2]), ""]
     for title, cols, rows in tables(name, s, card["reference_summary"]):
         lines += [f"## {title}", "", *markdown_table(cols, rows), ""]
     return "\n".join(lines + ["![profile](profile.png)", ""])
@@ -235,10 +265,14 @@ def to_html(card: dict, png: Path) -> str:
              + (" (reduced: below the studies' published scale)" if card["reduced"] else "")
              + f"; {card['wall_seconds']:.0f} s wall. Canonical encodings: "
              f"{esc(card['reference_note'])}.</p>", "<h2>Verdicts</h2><ul>"]
-    parts += [f"<li>{esc(v)}</li>" for v in verdicts(name, s)] + ["</ul>"]
+    parts += [f"<li>{esc(v)}</li>" for v in said(card)] + ["</ul>"]
+    comp = comparison_table(card)
+    if comp:
+        parts.append(f"<p>Comparison rule: {esc(compare.RULE)}.</p>")
     img = base64.b64encode(png.read_bytes()).decode()
     parts.append(f'<img alt="profile figure" src="data:image/png;base64,{img}">')
-    for title, cols, rows in tables(name, s, card["reference_summary"]):
+    for title, cols, rows in ([comp] if comp else []) + tables(name, s,
+                                                               card["reference_summary"]):
         parts.append(f"<h2>{esc(title)}</h2><table><tr>"
                      + "".join(f"<th>{esc(c)}</th>" for c in cols) + "</tr>"
                      + "".join(("<tr class='mine'>" if str(r[0]).startswith("**") else "<tr>")

@@ -26,7 +26,7 @@ from lgjax.config import ConfigError
 from lgjax.encodings import ENCODINGS
 from lgjax.harness.outputs import check_writable
 from lgjax.harness.ranges import option
-from lgjax.profile import card, instruments, options, recipes, reference, summary
+from lgjax.profile import card, compare, instruments, options, recipes, reference, summary
 
 
 @dataclass(frozen=True)
@@ -96,8 +96,9 @@ def profile(cfg: Config, name: str, recipe: recipes.Recipe) -> int:
               "recipe": recipe.as_dict(), "reduced": recipes.reduced(recipe),
               "wall_seconds": time.perf_counter() - t0, "seconds": secs,
               "summary": summary.of(inst), "reference_note": note,
-              "reference_summary": {n: summary.of(x) for n, x in ref_inst.items()}}
+              "reference_summary": {n: summary.of(x) for n, x in ref_inst.items()},
+              "comparison_rule": compare.RULE, "comparison": compare.of(inst, ref_inst, name)}
     files = card.write(result, inst, ref_inst, out)
-    print("\n".join(card.verdicts(name, result["summary"])))
+    print("\n".join(card.said(result)))
     print(f"wrote {', '.join(str(f) for f in files)} ({result['wall_seconds']:.0f} s)")
     return 0

@@ -23,18 +23,20 @@ def contract(inst: dict) -> dict:
 
 def contract_learned(inst: dict) -> dict:
     """The lab's metrics of the kernels learned at K = 1, 2 (means over seeds and heads; an
-    undefined shift error, a kernel read out of its table, counts as none). {} when absent."""
+    undefined shift error, a kernel read out of its table, counts as none); a content-aware
+    encoding's are of its data-averaged term: "averaged" holds the line that says so, and
+    content_sd its spread over sequences. {} when absent."""
     ib = inst["implicit_bias"]
     out = {}
     for K in ("K1", "K2"):
-        if "contract_undefined" in ib[K]:
-            out[K] = {"undefined": ib[K]["contract_undefined"]}
-            continue
         heads = [h for seed in ib[K].get("contract", []) for h in seed]
+        keys = (*CONTRACT, "content_sd") if "contract_averaged" in ib[K] else CONTRACT
         if heads:
             out[K] = {k: float(np.mean([h[k] for h in heads if h[k] is not None]))
-                      if any(h[k] is not None for h in heads) else None for k in CONTRACT}
+                      if any(h[k] is not None for h in heads) else None for k in keys}
             out[K]["kernels"] = len(heads)
+            if "contract_averaged" in ib[K]:
+                out[K]["averaged"] = ib[K]["contract_averaged"]
     return out
 
 

@@ -8,8 +8,10 @@ breaks of score(0, d), d = 1..test-1, for three kinds of rows:
                through its positional-only kernel at init (seed 0) of the one-layer head at
                ModelConfig's defaults (`lab_run_config`), in float64, per head; a content-aware
                encoding has none: its row is the one line that says so;
-  trained      with --run-dir: the same kernel with the final parameters of each seed of a run
-               (a content-aware encoding's run: the line that says it has none).
+  trained      with --run-dir: the same kernel with the final parameters of each seed of a run;
+               a content-aware encoding's one-layer head run: its positional term (logits minus
+               content logits) averaged over --sequences of the run's evaluation data, labelled
+               as that (contract/averaged.py); its transformer run: the line that says why not.
 A kernel is read at the causal mirror (q = max(i, j), k = min(i, j)), see contracts.kernel_score.
 Command: lgjax contract-lab [--plugin my_pkg.my_module] [--run-dir RUN]   (a few s)
 Expect: relative, RoPE (to float rounding), ALiBi and NoPE shift-invariant, sinusoidal and learned
@@ -32,8 +34,10 @@ from lgjax import checkpoints, grid, keys, models, transformer
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.encodings import ENCODINGS, ApeOptions, kernel_undefined
 from lgjax.harness import outputs
+from lgjax.harness.ranges import option
 from lgjax.harness.study import Study
 from lgjax.runs import open_run
+from lgjax.studies.contract import averaged
 from lgjax.studies.contract import scores as contracts
 
 SEED = 0  # registered encodings are profiled at the init of this seed (what its run starts from)
@@ -45,6 +49,7 @@ class Config:
     test: int = 96  # distances d = 1..test-1 are scored from query position 0
     shift: int = 17  # common shift applied to the pair (2, 7) for the shift error
     run_dir: str = ""  # a run directory: profile its final parameters, per seed and head
+    sequences: int = option(256, ge=1)  # a content-aware run's term is averaged over these
     out: str = "results/contract-lab"  # results.json and the figure
 
 
@@ -128,18 +133,26 @@ def trained(path: str, cfg: Config) -> dict:
         step = run.latest()
         params_S = run.restore_verified(step).params
     enc = ENCODINGS[rc.model.encoding]
+    about = {"run_dir": str(path), "step": step, "steps": rc.train.steps,
+            "encoding": rc.model.encoding, "arch": rc.model.arch, "horizon": None,
+            "seeds": list(rc.train.seeds)}
     why = kernel_undefined(rc.model.encoding, enc)
-    if why is not None:
-        return {"run_dir": str(path), "step": step, "steps": rc.train.steps,
-                "encoding": rc.model.encoding, "arch": rc.model.arch, "horizon": None,
-                "seeds": list(rc.train.seeds), "profiles": [], "undefined": why}
+    if why is not None and rc.model.arch != "head":
+        return about | {"profiles": [], "undefined": f"{why}; its data-averaged term is read "
+                       "on a one-layer head run only (a block's states depend on the blocks "
+                       "before it)"}
+    one = lambda tree, s: jax.tree.map(lambda x: x[s], tree)
+    if why is not None:  # what it learned, with the content averaged out (averaged.py)
+        return about | {"averaged": averaged.LABEL.format(
+            n=cfg.sequences, L=averaged.length(cfg.test, cfg.shift)), "profiles": [
+            averaged.profiles(one(params_S, s), rc, seed, cfg.test, cfg.shift, cfg.sequences)
+            for s, seed in enumerate(rc.train.seeds)]}
     horizon = enc.horizon(rc.model, rc.train)
     # a transformer's: the params its blocks read (one copy per block for FIRE: each block's
     # heads follow the previous block's, layer-major)
     blocks = ([transformer.encoding_params(params_S, rc.model, i)
                for i in range(rc.model.layers if enc.per_layer else 1)]
               if rc.model.arch != "head" else [params_S])
-    one = lambda tree, s: jax.tree.map(lambda x: x[s], tree)
     profiles = [[head for p in blocks for head in contracts.kernel_profiles(
         enc.kernel, one(p, s), rc.model, horizon, cfg.test, cfg.shift)]
         for s in range(len(rc.train.seeds))]
@@ -183,9 +196,11 @@ def sections(result: dict) -> list[tuple[str, list[tuple[str, tuple | None, list
     if t is not None and not t.get("undefined"):
         lines = [(f"seed{seed}" if len(ps) == 1 else f"seed{seed}/h{h}", f"seed{seed}/h{h}", p)
                  for seed, ps in zip(t["seeds"], t["profiles"]) for h, p in enumerate(ps)]
+        what = t.get("averaged", "kernel with each seed's parameters")
         out.append((f"trained: {t['run_dir']} ({t['encoding']}, {t['arch']}, step {t['step']} "
-                    f"of {t['steps']}): kernel with each seed's parameters",
-                    [(f"trained {t['encoding']}, step {t['step']}", untrained(t["horizon"]),
+                    f"of {t['steps']}): {what}",
+                    [(f"trained {t['encoding']}, step {t['step']}"
+                      + (" (data-averaged)" if "averaged" in t else ""), untrained(t["horizon"]),
                       lines)]))
     return out
 
