@@ -12,11 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 
 from lgjax.checkpoints.metrics import METRICS_FILE, curves, read_rows
 from lgjax.errors import ConfigError
-from lgjax.harness.outputs import check_writable, plt
+from lgjax.harness.outputs import check_writable, subplots
 
 FORMATS = (".png", ".pdf", ".svg")
 
@@ -60,8 +61,9 @@ def label(path: Path) -> str:
 
 
 def draw(runs: dict[str, tuple[np.ndarray, np.ndarray]], out: Path) -> None:
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for (name, (steps, loss_SxN)), color in zip(runs.items(), plt.cm.tab10.colors * 10):
+    fig, ax = subplots(figsize=(7, 4.5))
+    colors = matplotlib.colormaps["tab10"].colors * 10
+    for (name, (steps, loss_SxN)), color in zip(runs.items(), colors):
         for loss in loss_SxN:
             ax.plot(steps, loss, color=color, lw=0.7, alpha=0.35)
         ax.plot(steps, np.nanmean(loss_SxN, 0), color=color, lw=2.4,
@@ -78,7 +80,6 @@ def draw(runs: dict[str, tuple[np.ndarray, np.ndarray]], out: Path) -> None:
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=130)
-    plt.close(fig)
 
 
 def main(cfg: Config) -> None:

@@ -9,13 +9,10 @@ import os
 import tempfile
 from pathlib import Path
 
-import matplotlib
 import numpy as np
+from matplotlib.figure import Figure
 
 from lgjax.errors import ConfigError
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
 
 def check_writable(path: Path, flag: str) -> None:
@@ -109,9 +106,16 @@ def write_csv(rows: list[dict], path: Path) -> None:
 
 
 
+def subplots(*args, figsize=None, **kwargs):
+    """A figure and its axes, as `matplotlib.pyplot.subplots` makes them, but held by no pyplot
+    state: lgjax's figures go to files, so it never picks a backend and never registers a figure
+    with pyplot, and a notebook or a GUI session keeps its own (its inline plots stay inline)."""
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(*args, **kwargs)
+
+
 def save(fig, stem: Path, dpi: int = 130) -> None:
-    """Lay the figure out (tight), write stem.png and stem.pdf, and release it."""
+    """Lay the figure out (tight) and write stem.png and stem.pdf."""
     fig.tight_layout()
     for ext in ("png", "pdf"):
         fig.savefig(f"{stem}.{ext}", dpi=dpi)
-    plt.close(fig)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lgjax.harness.outputs import markdown_table, plt, save
+from lgjax.harness.outputs import markdown_table, save, subplots
 from lgjax.profile import compare
 from lgjax.profile.summary import FOCUS, IB_LONG
 
@@ -169,7 +169,7 @@ def _lg(rz: dict, t: str) -> str:
 def figure(name: str, inst: dict, ref_inst: dict, stem: Path) -> None:
     every = [(n, x) for n, x in ref_inst.items() if n != name] + [(name, inst)]
     matrix = "contract_matrix" in inst
-    fig, axes = plt.subplots(1, 4 + matrix, figsize=(18 + 4.5 * matrix, 4.2))
+    fig, axes = subplots(1, 4 + matrix, figsize=(18 + 4.5 * matrix, 4.2))
     style = lambda n: dict(color="black", lw=2.8, zorder=5, label=f"{n} (profiled)") \
         if n == name else dict(lw=1.1, alpha=0.75, label=n)
     for n, x in every:

@@ -249,7 +249,7 @@ def figure(result: dict, path: Path) -> None:
     spec = [panel for _, panels in sections(result) for panel in panels]
     ncols = 4
     nrows = -(-len(spec) // ncols)
-    fig, axes = outputs.plt.subplots(nrows, ncols, figsize=(4 * ncols, 2.8 * nrows), squeeze=False)
+    fig, axes = outputs.subplots(nrows, ncols, figsize=(4 * ncols, 2.8 * nrows), squeeze=False)
     for k, (ax, (title, mark, lines)) in enumerate(zip(axes.flat, spec)):
         for _, label, p in lines:
             ax.plot(d, np.asarray(p["curve"], float), lw=1.2,  # None (undefined): NaN

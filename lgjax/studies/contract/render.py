@@ -188,8 +188,8 @@ def figure(result: dict, stem: Path) -> None:
     marks = {(v["task"], v["column"], v["scheme"]): v["verdict"] for v in judge(result)}
     tasks, schemes = list(result["cells"]), result["schemes"]
     rows = (len(MATRIX) + 2) // 3
-    fig, axes = outputs.plt.subplots(rows, 3, squeeze=False,
-                             figsize=(5.5 * 3, rows * (0.75 * len(tasks) + 1.6)))
+    fig, axes = outputs.subplots(rows, 3, squeeze=False,
+                                 figsize=(5.5 * 3, rows * (0.75 * len(tasks) + 1.6)))
     for ax in axes.flat[len(MATRIX):]:
         ax.axis("off")
     for k, (ax, name) in enumerate(zip(axes.flat, MATRIX)):
@@ -219,8 +219,8 @@ VERDICT_MARK = {"confirmed": " ✓", "contradicted": " ✗", "no effect": " =", 
 
 def confusion_figure(result: dict, stem: Path) -> None:
     tasks, schemes = list(result["cells"]), result["schemes"]
-    fig, axes = outputs.plt.subplots(len(tasks), len(schemes), squeeze=False,
-                             figsize=(2.2 * len(schemes), 2.2 * len(tasks)))
+    fig, axes = outputs.subplots(len(tasks), len(schemes), squeeze=False,
+                                 figsize=(2.2 * len(schemes), 2.2 * len(tasks)))
     for i, t in enumerate(tasks):
         for j, s in enumerate(schemes):
             ax = axes[i, j]

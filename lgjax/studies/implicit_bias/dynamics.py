@@ -22,7 +22,7 @@ from lgjax.checkpoints import events, metrics
 from lgjax.config import ConfigError, RunConfig
 from lgjax.encodings import ENCODINGS
 from lgjax.harness import outputs
-from lgjax.harness.outputs import check_writable, plt, save
+from lgjax.harness.outputs import check_writable, save, subplots
 from lgjax.harness.ranges import option
 from lgjax.runs import open_run
 from lgjax.studies.implicit_bias import analysis
@@ -141,8 +141,8 @@ def dynamics_figure(rows: list[dict], metrics, stem: Path, title: str = "") -> N
     """Each metric over training steps: mean over seeds and a min-max band."""
     n = len(metrics)
     cols = min(n, 4)
-    fig, axes = plt.subplots(-(-n // cols), cols, figsize=(4 * cols, 3 * -(-n // cols)),
-                             squeeze=False)
+    fig, axes = subplots(-(-n // cols), cols, figsize=(4 * cols, 3 * -(-n // cols)),
+                         squeeze=False)
     for ax, metric in zip(axes.flat, metrics):
         steps, grid = series(rows, metric)
         ax.plot(steps, np.nanmean(grid, 0), marker=".")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lgjax.harness.outputs import plt, save
+from lgjax.harness.outputs import save, subplots
 
 PANELS = (("accuracy", "accuracy"), ("peak_height", "peak attention height"),
           ("selected_offset", "selected offset"))
@@ -16,7 +16,7 @@ def multiseed_figure(results: dict, stem: Path) -> None:
     encodings = results["encodings"]
     lengths = np.asarray(results["lengths"])
     lo, hi = results["train_lengths"]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    fig, axes = subplots(1, 3, figsize=(13, 3.8))
     for ax, (metric, label) in zip(axes, PANELS):
         ax.axvspan(lo, hi, color="0.9", label="training range")
         for enc in encodings:
@@ -43,7 +43,7 @@ def transformer_figure(results: dict, stem: Path) -> None:
     offset profile at every profiled length."""
     encodings = results["encodings"]
     lengths = np.asarray(results["lengths"])
-    fig, axes = plt.subplots(1, 1 + len(encodings), figsize=(4.5 * (1 + len(encodings)), 3.6))
+    fig, axes = subplots(1, 1 + len(encodings), figsize=(4.5 * (1 + len(encodings)), 3.6))
     ax = axes[0]
     exp = results["expected_ape_accuracy"]
     ax.plot(lengths, [exp[str(L)] if str(L) in exp else exp[L] for L in lengths], "k:",
@@ -69,7 +69,7 @@ def transformer_figure(results: dict, stem: Path) -> None:
 
 def decay_figure(res: dict, stem: Path) -> None:
     """1/a*(L) against L-1 per K (seeds as points) with each seed's least-squares line."""
-    fig, ax = plt.subplots(figsize=(5, 3.8))
+    fig, ax = subplots(figsize=(5, 3.8))
     x = np.asarray(res["lengths"]) - 1
     for K in res["Ks"]:
         r = res[f"K{K}"]
@@ -88,7 +88,7 @@ def decay_figure(res: dict, stem: Path) -> None:
 def shift_figure(res: dict, stem: Path) -> None:
     """Rows: encodings; columns: mean attention vs offset t - n, and vs absolute position t."""
     encodings = res["encodings"]
-    fig, axes = plt.subplots(len(encodings), 2, figsize=(9, 3.2 * len(encodings)), squeeze=False)
+    fig, axes = subplots(len(encodings), 2, figsize=(9, 3.2 * len(encodings)), squeeze=False)
     for row, enc in zip(axes, encodings):
         for L, curve in zip(res["lengths"], res[enc]["curves"]):
             curve = np.asarray(curve)
@@ -105,7 +105,7 @@ def shift_figure(res: dict, stem: Path) -> None:
 
 def mechanics_dynamics_figure(series: dict, stem: Path) -> None:
     """Carrier fractions, SV energy and accuracy over steps (mean and min-max over seeds)."""
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = subplots(figsize=(6, 4))
     for metric, s in series.items():
         steps = np.asarray(s["steps"])
         ax.plot(steps, s["mean"], marker=".", label=metric)
@@ -134,7 +134,7 @@ def _accuracy_panel(ax, lengths, curves: dict, chance: float | None, title: str)
 
 def frequency_figure(res: dict, stem: Path) -> None:
     """Accuracy against length per rotary base and offset, and the base's kernel ratios."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = subplots(1, 2, figsize=(10, 3.8))
     curves = {f"K={res[n]['K']} base {res[n]['base']:g}": res[n]["accuracy"] for n in res["rows"]}
     _accuracy_panel(axes[0], res["lengths"], curves, None, "RoPE accuracy by rotary base")
     names = [n for n in res["rows"] if res[n]["K"] == res["K"]]
@@ -152,7 +152,7 @@ def frequency_figure(res: dict, stem: Path) -> None:
 
 
 def linear_figure(res: dict, stem: Path) -> None:
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    fig, ax = subplots(figsize=(5.5, 3.8))
     _accuracy_panel(ax, res["lengths"], {a: res[a]["accuracy"] for a in res["attentions"]},
                     res.get("chance"), f"softmax vs linear attention (RoPE, K={res['K']})")
     save(fig, stem)
@@ -160,7 +160,7 @@ def linear_figure(res: dict, stem: Path) -> None:
 
 def variants_figure(res: dict, stem: Path) -> None:
     """(a) accuracy by length per scheme and offset; (d) peak attention by length per H."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = subplots(1, 2, figsize=(10, 3.8))
     a = {n[2:]: res[n]["accuracy"] for n in res["names"] if n.startswith("a-")}
     _accuracy_panel(axes[0], res["lengths"], a, res.get("chance"),
                     "other relative schemes: accuracy by length")
@@ -176,7 +176,7 @@ def variants_figure(res: dict, stem: Path) -> None:
 
 def maxmargin_figure(res: dict, stem: Path) -> None:
     """cos(trained W, max-margin W) over training steps per encoding, and under weight decay."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = subplots(1, 2, figsize=(10, 3.8))
     for enc in res["encodings"]:
         traj = res[enc]["trajectory"]
         steps = [int(s) for s in traj]

@@ -316,13 +316,15 @@ def table(result: dict) -> str:
 def figure(result: dict, path: Path) -> None:
     """Top: alpha at the focus length, encoding x task. Bottom: alpha against L per encoding
     (task x length). * = not realized at L0; "def" = content-dependent, alpha := 0."""
-    from lgjax.harness.outputs import plt, save
+    from matplotlib.figure import Figure
+
+    from lgjax.harness.outputs import save
     from lgjax.studies.realizability.figures import heat
 
     cfg, lengths = result["config"], result["lengths"]
     encs, tasks, L = cfg["encodings"], cfg["tasks"], cfg["focus_length"]
     ref = {(r["encoding"], r["task"]): r for r in _cells(result, "reference")}
-    fig = plt.figure(figsize=(max(12, 3.4 * len(encs)), 3.2 + 0.45 * (len(encs) + len(tasks))))
+    fig = Figure(figsize=(max(12, 3.4 * len(encs)), 3.2 + 0.45 * (len(encs) + len(tasks))))
     grid = fig.add_gridspec(2, len(encs), height_ratios=(len(encs) + 1.5, len(tasks)))
     ax = fig.add_subplot(grid[0, :])
     a = np.array([[ref[e, t]["alpha"][lengths.index(L)] for t in tasks] for e in encs])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lgjax.harness.outputs import plt, save
+from lgjax.harness.outputs import save, subplots
 
 
 def _save(fig, out: Path, name: str) -> str:
@@ -34,7 +34,7 @@ def heat(ax, a, marks=None, fontsize=9, dark_below=0.6, **imshow):
 def scatter(result: dict, out: Path) -> str:
     tiers, cells = result["tiers"], result["cells"]
     encs = _order(cells, "encoding")
-    fig, axes = plt.subplots(1, len(tiers), figsize=(4 * len(tiers), 3.8), squeeze=False)
+    fig, axes = subplots(1, len(tiers), figsize=(4 * len(tiers), 3.8), squeeze=False)
     learnable = result["thresholds"]["learnable"]
     for ax, tier in zip(axes[0], tiers):
         for i, enc in enumerate(encs):
@@ -55,7 +55,7 @@ def heatmaps(result: dict, out: Path, L: int) -> str:
     encs, tasks = _order(cells, "encoding"), _order(cells, "task")
     panels = ([("alpha", tiers[0], f"alpha_{L}")] if result["alpha"] else []) + \
         [("lg", t, f"LG@{L} {t}") for t in tiers]
-    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 2.8), squeeze=False)
+    fig, axes = subplots(1, len(panels), figsize=(5 * len(panels), 2.8), squeeze=False)
     for ax, (field, tier, title) in zip(axes[0], panels):
         m = np.full((len(encs), len(tasks)), np.nan)
         for c in cells:
@@ -75,7 +75,7 @@ def vs_length(result: dict, out: Path, tier: str) -> str:
     encs, tasks = _order(cells, "encoding"), _order(cells, "task")
     cols = 5
     rows = -(-len(tasks) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3 * cols, 2.5 * rows), squeeze=False)
+    fig, axes = subplots(rows, cols, figsize=(3 * cols, 2.5 * rows), squeeze=False)
     for ax, task in zip(axes.flat, tasks):
         for i, enc in enumerate(encs):
             mine = sorted((c for c in cells if c["encoding"] == enc and c["task"] == task),
@@ -96,7 +96,7 @@ def vs_length(result: dict, out: Path, tier: str) -> str:
 
 def depth(result: dict, out: Path) -> str:
     tiers = [t for t in result["tiers"] if t in result["stats"]]
-    fig, ax = plt.subplots(figsize=(4.5, 3.2))
+    fig, ax = subplots(figsize=(4.5, 3.2))
     x = np.arange(len(tiers))
     for name, shift in (("rho", -0.05), ("precision", 0.05)):
         v = np.array([result["stats"][t][name] for t in tiers])
