@@ -197,14 +197,13 @@ def test_report_figures_keep_every_title_inside_the_canvas(tmp_path, monkeypatch
 
     def checked_save(fig, stem):
         fig.tight_layout()
-        fig.canvas.draw()
+        fig.draw_without_rendering()  # lays the text out as saving would
         box = fig.bbox
         for ax in fig.axes:
             t = ax.title.get_window_extent()
             if ax.get_title() and not (t.y1 <= box.y1 + 0.5 and t.x0 >= -0.5
                                        and t.x1 <= box.x1 + 0.5):
                 outside.setdefault(stem.name, []).append(ax.get_title())
-        figures.plt.close(fig)
 
     monkeypatch.setattr(figures, "save", checked_save)
     written = figures.draw(result, tmp_path, 60)
