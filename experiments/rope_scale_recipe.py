@@ -14,7 +14,11 @@ At the end: train accuracy at L0 and LG@60 (rows i >= L0 at length 60) on fresh 
 Resumable per variant (a finished one is read back from OUT/<variant>.json).
 
     python experiments/rope_scale_recipe.py --out OUT [--scale 0.01] [--seeds 3] \
-        [--variants spec,wd1e-4,wd1e-2,steps1000,lr1e-4,lr3e-3,init0.1] [--figure PNG]
+        [--variants spec,wd1e-4,wd1e-2,steps1000,lr1e-4,lr3e-3,init0.1] [--x64] [--figure PNG]
+
+--x64 trains every variant in float64 (jax's x64 mode; the initial state is the float32 run's,
+cast, so the two differ only by the precision of every step after), written as
+<variant>-x64.json.
 
 --figure draws the probe batch's accuracy over training per variant (left) and the spec run's
 attention log-weights by offset at a few steps (right).
@@ -102,6 +106,10 @@ def run_variant(rc, transform, every: int) -> dict:
     states = train.init_states(rc)
     if transform is not None:
         states = states._replace(params=jax.vmap(transform)(states.params))
+    if jax.config.jax_enable_x64:  # params and optimizer moments alike: a scan's carry keeps
+        # its dtype, so a float32 moment updated by a float64 gradient would not fit it
+        states = jax.tree.map(
+            lambda x: x.astype(jnp.float64) if x.dtype == jnp.float32 else x, states)
     measure, rows = probe(rc), []
 
     def on_chunk(step, states, loss_S):
@@ -160,14 +168,17 @@ def main() -> None:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--every", type=int, default=250)
     p.add_argument("--variants", default="spec,wd1e-4,wd1e-2,steps1000,lr1e-4,lr3e-3,init0.1")
+    p.add_argument("--x64", action="store_true", help="train in float64 (jax x64 mode)")
     p.add_argument("--figure", default="")
     a = p.parse_args()
+    if a.x64:
+        jax.config.update("jax_enable_x64", True)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     _, rc = base_config(a.scale, a.seeds)
     runs = {}
     for name in a.variants.split(","):
-        path = out / f"scale{a.scale:g}-{name}.json"
+        path = out / f"scale{a.scale:g}-{name}{'-x64' if a.x64 else ''}.json"
         if not path.exists():
             rc_v, transform = variant(rc, name)
             t0 = time.perf_counter()

@@ -184,7 +184,9 @@ def run_steps(step: Callable, state: TrainState, n_steps):
         state, loss = step(state)
         return state, total + loss
 
-    total = jnp.zeros(state.step.shape, jnp.float32)  # one per seed when `step` is vmapped
+    # one per seed when `step` is vmapped; in the loss's dtype (float64 under jax's x64 mode, so
+    # a run trained in float64 fits the loop's carry)
+    total = jnp.zeros(state.step.shape, jax.dtypes.canonicalize_dtype(jnp.float64))
     state, total = jax.lax.fori_loop(0, n_steps, body, (state, total))
     return state, total / jnp.maximum(n_steps, 1)
 
