@@ -23,8 +23,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from lgjax import keys, models, tasks
+from lgjax.attention import attention_logits
 from lgjax.config import RunConfig
-from lgjax.encodings import ENCODINGS, content_view
+from lgjax.encodings import content_view
 from lgjax.studies.contract import scores as contracts
 
 LABEL = ("data-averaged positional term (logits minus content logits, mean over {n} evaluation "
@@ -38,17 +39,14 @@ def length(test: int, shift: int) -> int:
 
 
 def positional_term(params, tokens_L, cfg) -> jax.Array:
-    """[H, L, L] one full sequence's positional term (0 where key j > query i)."""
-    enc, L = ENCODINGS[cfg.encoding], tokens_L.shape[0]
-    pos_L = jnp.arange(L)
+    """[H, L, L] one full sequence's positional term: the attention logits the model makes
+    (`lgjax.attention.attention_logits`) minus the content logits (0 where key j > query i)."""
+    L = tokens_L.shape[0]
     x_LxD = models.states(params, tokens_L, L, cfg)
     q_LxHxD, k_LxHxD, _ = models.project(params, tokens_L, L, cfg)
-    view = content_view(q_LxHxD, k_LxHxD, x_LxD, pos_L, L, cfg)
-    bias_LxLxH = jnp.broadcast_to(enc.logit_bias(params, pos_L[:, None], pos_L[None, :], cfg),
-                                  (L, L, cfg.heads))
-    term_HxLxL = enc.content_logits(params, view, cfg) - view.logits \
-        + jnp.moveaxis(bias_LxLxH, -1, 0)
-    return jnp.where(view.causal, term_HxLxL, 0.0)
+    view = content_view(q_LxHxD, k_LxHxD, x_LxD, jnp.arange(L), L, cfg)
+    logits_HxLxL = attention_logits(q_LxHxD, k_LxHxD, L, params, cfg, None, x_LxD)
+    return jnp.where(view.causal, logits_HxLxL - view.logits, 0.0)
 
 
 def term_stats(params, rc: RunConfig, seed: int, L: int, sequences: int
