@@ -1,14 +1,15 @@
 """A mkdocs hook: `$...$` and `$$...$$` in a page's markdown become MathML, written into the page
 when the site is built, so its equations show in any current browser without a script or a
 network (the site is read offline, on a cluster's login node as well as on the web). Code (fenced
-blocks and inline backticks) is left alone. A page's `--8<-- "file"` lines (pymdownx.snippets)
-are inlined first, so that the equations of an included file are converted too (snippets itself
-runs after this hook); a file not found is left to snippets, which fails the strict build."""
+blocks and inline backticks) is left alone. The conversion is a Python-Markdown preprocessor that
+runs after pymdownx.snippets has inlined a page's `--8<--` includes, so an included file's
+equations are converted too, and before the fenced-code and HTML-block preprocessors."""
 
 import re
-from pathlib import Path
 
 from latex2mathml.converter import convert
+from markdown.extensions import Extension
+from markdown.preprocessors import Preprocessor
 
 # fenced blocks, inline code, display math, then inline math (a `$` followed by a non-space)
 _PIECES = re.compile(r"(?ms)^(```|~~~).*?^\1[ \t]*$"  # a fenced block
@@ -26,21 +27,19 @@ def _mathml(match: re.Match) -> str:
     return match.group(0)
 
 
-_INCLUDE = re.compile(r'(?m)^--8<-- "([^"]+)"[ \t]*$')
+class _MathML(Preprocessor):
+    def run(self, lines: list[str]) -> list[str]:
+        return _PIECES.sub(_mathml, "\n".join(lines)).split("\n")
 
 
-def inline_includes(markdown: str, roots: list[Path]) -> str:
-    """Each `--8<-- "file"` line replaced by the file, found under the first of `roots` that
-    holds it (the snippets extension's base paths: docs, then the repository root)."""
-    def include(m: re.Match) -> str:
-        found = [root / m[1] for root in roots if (root / m[1]).is_file()]
-        return found[0].read_text().rstrip("\n") if found else m[0]
+class MathMLExtension(Extension):
+    """`$...$` and `$$...$$` to MathML: after snippets (priority 32), before whitespace
+    normalisation (30), fenced code (25) and HTML blocks (20)."""
 
-    return _INCLUDE.sub(include, markdown)
+    def extendMarkdown(self, md):
+        md.preprocessors.register(_MathML(md), "mathml", 31)
 
 
-def on_page_markdown(markdown: str, config=None, **_) -> str:
-    if config is not None:
-        docs = Path(config["docs_dir"])
-        markdown = inline_includes(markdown, [docs, docs.parent])
-    return _PIECES.sub(_mathml, markdown)
+def on_config(config, **_):
+    config.markdown_extensions.append(MathMLExtension())
+    return config
