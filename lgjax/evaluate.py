@@ -30,9 +30,11 @@ class LengthEval(NamedTuple):
 
 
 def eval_one_length(params, key_data, length, cfg: RunConfig, n_seqs: int, Lpad: int, apply,
-                    new_from: int = 0):
-    batch = tasks.sample_batch(cfg.task, stream(key_data, EVAL, length), n_seqs, length, length,
-                               Lpad)
+                    new_from: int = 0, sample=None):
+    """One seed's metrics at one length; `sample(key, length) -> Batch` replaces cfg.task's
+    sampler (a grid evaluates each cell's task in one program)."""
+    sample = sample or (lambda key, n: tasks.sample_batch(cfg.task, key, n_seqs, n, n, Lpad))
+    batch = sample(stream(key_data, EVAL, length), length)
     batch = batch._replace(length=jnp.full_like(batch.length, length))
     logits, att = apply(params, batch.tokens, batch.length)
     correct = (jnp.argmax(logits, -1) == batch.targets) & batch.mask

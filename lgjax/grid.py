@@ -19,6 +19,7 @@ RunConfig.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 from collections.abc import Callable
@@ -42,7 +43,7 @@ from lgjax.config import (
     saved,
 )
 from lgjax.devices import first_local, place, seed_mesh, shard_seeds, to_host
-from lgjax.keys import DATA, stream
+from lgjax.keys import DATA, seed_keys, stream
 from lgjax.validation import validate
 
 
@@ -260,15 +261,38 @@ def _save_if_needed(run: RunDir, log, step: int, states) -> None:
         run.save(step, states)
 
 
+@functools.lru_cache(maxsize=8)
+def _grid_evaluator(grid: Grid, n_seqs: int, Lpad: int, new_from: int):
+    """One compiled program that measures every cell at one length: lax.map over the cells (as
+    evaluate() maps over seeds), each drawing its task's sequences by lax.switch on the cell's
+    task index, as training does; the cells split over the job's devices as the serial layout
+    splits them."""
+    cfg = grid.cell_config(0)
+    apply = models.make_apply(cfg, forward_only=True)
+    samplers = [lambda key, n, k=k: tasks.sample_batch(k, key, n_seqs, n, n, Lpad)
+                for k in grid.tasks]
+
+    def one(params, key_data, task, length):
+        return evaluate.eval_one_length(
+            params, key_data, length, cfg, n_seqs, Lpad, apply, new_from,
+            sample=lambda key, n: jax.lax.switch(task, samplers, key, n))
+
+    mesh = seed_mesh(math.prod(grid.shape))
+    per_cell = lambda *args: jax.lax.map(lambda a: one(*a), args)
+    return jax.jit(shard_seeds(per_cell, mesh),
+                   compiler_options=train.compiler_options(grid.train)), mesh
+
+
 def evaluate_grid(grid: Grid, params_C, lengths, n_seqs: int, new_from: int = 0):
-    """evaluate() for every task's seeds: LengthEval fields with leading axes [T, S, n_lengths]."""
+    """evaluate() for every task's seeds, in one program for every cell (each length padded to
+    the longest, as evaluate() pads): LengthEval fields with leading axes [T, S, n_lengths]."""
     T, S = grid.shape
-    per_task = []
-    # task t's block sliced on the host: a device slice compiled one program per (leaf, t)
-    params_TxS = jax.tree.map(lambda x: np.asarray(x).reshape(T, S, *x.shape[1:]),
-                              to_host(params_C))
-    for t in range(T):
-        params_S = jax.tree.map(lambda x, t=t: x[t], params_TxS)
-        per_task.append(evaluate.evaluate(params_S, grid.cell_config(t), lengths, n_seqs,
-                                          new_from=new_from))
-    return jax.tree.map(lambda *x: np.stack(x), *per_task)
+    lengths = tuple(int(x) for x in lengths)
+    run, mesh = _grid_evaluator(grid, n_seqs, max(lengths), new_from)
+    keys_C = np.tile(np.asarray(seed_keys(grid.train.seeds)), (T, 1))  # cell t*S + s: seed s
+    params_C, keys_C, task_C = place((to_host(params_C), keys_C, _task_of_cell(grid)), mesh)
+    out = [run(params_C, keys_C, task_C, place(np.full((T * S,), L, np.int32), mesh))
+           for L in lengths]
+    per_length = [jax.tree.map(np.asarray, x) for x in to_host(out)]
+    return jax.tree.map(lambda *x: np.stack(x, axis=1).reshape(T, S, len(lengths), *x[0].shape[1:]),
+                        *per_length)

@@ -101,6 +101,27 @@ def test_every_training_command_passes_random_positions_to_its_runs():
     assert RunOptions().random_positions == 0  # off unless asked
 
 
+def test_grid_evaluation_equals_each_task_evaluated_alone(trained_by_layout):
+    """One program measures every cell (lax.switch on the cell's task) exactly as evaluate()
+    measures each task's seeds alone: the same sequences, the same numbers, bit for bit."""
+    from lgjax import evaluate
+
+    g, by_layout = trained_by_layout
+    T, S = g.shape
+    params_C = by_layout["serial"].params
+    lengths = (8, 12)
+    grid._grid_evaluator.cache_clear()
+    ev = grid.evaluate_grid(g, params_C, lengths, 16, new_from=8)
+    assert ev.accuracy.shape == (T, S, len(lengths))
+    for t in range(T):
+        alone = evaluate.evaluate(jax.tree.map(lambda x, t=t: x[t * S:(t + 1) * S], params_C),
+                                  g.cell_config(t), lengths, 16, new_from=8)
+        for field in ev._fields:
+            np.testing.assert_array_equal(getattr(ev, field)[t], getattr(alone, field))
+    assert not np.array_equal(ev.mean_attention[0], ev.mean_attention[1])  # tasks differ
+    assert grid._grid_evaluator.cache_info().currsize == 1  # one program for both lengths
+
+
 def test_grid_step_compiles_once():
     g = tiny_grid()
     run = grid.make_grid_runner(g, wrap=chex.assert_max_traces(n=1))
