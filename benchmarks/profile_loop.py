@@ -1,0 +1,71 @@
+"""The researcher's loop: `lgjax profile ENCODING` end to end, cold and warm, per recipe.
+
+Each case runs the command in a fresh process with a fresh output folder (so every run trains):
+"cold" with an empty compilation cache (a first profile on a new machine), "warm" with the
+cache the cold run filled (a re-profile after changing an encoding's code or options, whose
+programs' shapes stay the same). Printed per case: the command's wall time, the card's seconds
+per instrument, and the realizability program's split into training and measuring (its
+results.json); everything also goes to --out as JSON.
+
+    python benchmarks/profile_loop.py [--encoding alibi] [--recipes quick,default]
+                                      [--out results/profile-loop.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+LGJAX = [sys.executable, "-m", "lgjax"]
+
+
+def run_case(encoding: str, recipe: str, cache: str, work: Path) -> dict:
+    out = Path(tempfile.mkdtemp(prefix=f"{recipe}-", dir=work))
+    cmd = [*LGJAX, "profile", encoding, "--out", str(out), "--no-progress"]
+    if recipe != "default":
+        cmd.append(f"--{recipe}")
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, env={**os.environ, "LGJAX_CACHE": cache},
+                   stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    card = json.loads((out / "profile.json").read_text())
+    program = next(out.glob("checkpoints/*/realizability/*/*/results.json"))
+    rz = json.loads(program.read_text())
+    return {"recipe": recipe, "wall_seconds": wall, "instrument_seconds": card["seconds"],
+            "realizability_train_seconds": rz["train_seconds"],
+            "realizability_eval_seconds": rz["eval_seconds"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--encoding", default="alibi")
+    ap.add_argument("--recipes", default="quick,default")
+    ap.add_argument("--out", default="results/profile-loop.json")
+    a = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="lgjax-profile-loop-") as tmp:
+        work = Path(tmp)
+        for recipe in a.recipes.split(","):
+            cache = tempfile.mkdtemp(prefix="cache-", dir=work)
+            for state in ("cold", "warm"):
+                r = run_case(a.encoding, recipe, cache, work) | {"cache": state}
+                rows.append(r)
+                inst = ", ".join(f"{k} {v:.1f}" for k, v in r["instrument_seconds"].items())
+                print(f"{recipe:8s} {state}: {r['wall_seconds']:6.1f} s wall ({inst}; "
+                      f"realizability trains {r['realizability_train_seconds']:.1f} s, "
+                      f"measures {r['realizability_eval_seconds']:.1f} s)", flush=True)
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"encoding": a.encoding, "rows": rows,
+                               "load_after": os.getloadavg()}, indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
