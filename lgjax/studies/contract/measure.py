@@ -152,10 +152,13 @@ class Cell:
     def run(self, b, model: ModelConfig | None = None, params_S=None) -> list[np.ndarray]:
         """[logits, attention, attention logits] per seed of batch b through the cell's model and
         parameters, or through `model` (an intervention) or `params_S` (another checkpoint)."""
+        return [np.asarray(x) for x in self.dispatch(b, model, params_S)]
+
+    def dispatch(self, b, model: ModelConfig | None = None, params_S=None):
+        """`run`'s arrays as the program hands them back, before they are computed."""
         program = _program(model or self.model, *vocab_sizes(self.rc),
                            chunk_size(*b.tokens.shape[1:]))
-        out = program(self.params_S if params_S is None else params_S, b.tokens, b.length)
-        return [np.asarray(x) for x in out]
+        return program(self.params_S if params_S is None else params_S, b.tokens, b.length)
 
     def correct(self, logits, batch):
         return (logits.argmax(-1) == batch.targets).astype(float)
@@ -241,12 +244,12 @@ class Cell:
         """In-range loss (probe batch) at every saved checkpoint: the training trajectory."""
         n = self.cfg.probe_sequences
         b = sample(self.task, self.seeds, IN_RANGE, n, self.lmin, self.lmax, self.lmax)
-        steps, losses = [], []
+        steps, logits = [], []
         with open_run(self.t.run_dir) as run:  # for reading
-            for step in sorted(run.steps()):
+            for step in sorted(run.steps()):  # the next restore overlaps this evaluation
                 steps.append(step)
-                losses.append(self.loss(self.run(b, params_S=run.restore(step).params)[0], b))
-        return {"steps": steps, "loss": np.asarray(losses)}
+                logits.append(self.dispatch(b, params_S=run.restore(step).params)[0])
+        return {"steps": steps, "loss": np.asarray([self.loss(np.asarray(x), b) for x in logits])}
 
 
 def logit_ranges(att_logits, b) -> np.ndarray:
