@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lgjax import encodings, models
+from lgjax import encodings, keys, models
 from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.harness.cli import main
 from lgjax.studies.contract import measure as contract_measure
@@ -142,6 +142,30 @@ def test_readout_logits_reproduce_the_attention(encoding):
                                atol=1e-5)
     full, _ = jax.jit(models.make_apply(rc))(params, b.tokens, b.length)
     np.testing.assert_allclose(logits, full, atol=1e-5)
+
+
+def test_chunks_divide_the_batch_into_the_fewest_sequences_of_enough_rows():
+    rows = contract_measure.CHUNK_ROWS
+    for B, L in [(512, 32), (512, 64), (512, 96), (512, 128), (256, 32), (100, 128), (7, 16),
+                 (509, 128), (4096, 1)]:
+        c = contract_measure.chunk_size(B, L)
+        assert B % c == 0 and (c * L >= rows or c == B), (B, L, c)
+        assert all(B % k or k * L < rows for k in range(1, c)), (B, L, c)
+    assert [contract_measure.chunk_size(512, L) for L in (32, 64, 96, 128)] == [128, 64, 64, 32]
+
+
+@pytest.mark.parametrize("name", ["ordered_update", "periodic_marker"])
+def test_evaluation_batches_drawn_at_low_optimization_are_the_draws(name):
+    """The sampler compiled at XLA's lowest optimization draws what a default jit draws."""
+    task = TaskConfig(name, vocab=20)
+    seeds = (0, 3)
+    for args, draw in [((64, 8, 28, 32, 4), tasks.sample_shift_pair),
+                       ((64, 40, 40, 40), sample_batch)]:
+        got = contract_measure.sample(task, seeds, 7, *args, draw=draw)
+        plain = jax.jit(contract_measure._draw, static_argnums=(0, 1, 3, 4))(
+            draw, task, keys.seed_keys(seeds), 7, args)
+        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(plain)):
+            np.testing.assert_array_equal(a, np.asarray(b))
 
 
 # ---- verdict logic on a synthetic matrix ------------------------------------------------------

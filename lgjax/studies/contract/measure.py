@@ -36,12 +36,14 @@ from lgjax.studies.contract import readouts as contract_eval
 from lgjax.studies.contract import scores as contracts
 from lgjax.studies.contract import tasks
 from lgjax.tasks import sample_batch
+from lgjax.train import accepted_fast_compile
 
 BIN = 4  # distance bin width of the confusion matrices and failure-by-offset curves
 NONLOCAL = 4  # the chosen head misattends "far" when its key is >= this from the evidence
 IN_RANGE, SHIFT = 0, 1000  # EVAL key indices: in-range batch, shift pair (+c); a length L uses L
 CELL_FILE = "contract-cell.json"  # a cell's measurement, kept in its run directory
 MEASURE_VERSION = 1  # bump when measure_cell changes what it measures: saved cells then redo
+CHUNK_ROWS = 4096  # token rows per step of a cell's evaluation loop (chunk_size)
 LAB = {"ape": "learned", "sinusoidal": "sinusoidal", "relclip": "relative", "rope": "rope",
        "alibi": "alibi", "nope": "nope"}  # scheme -> its stand-in in the contract lab
 
@@ -98,15 +100,30 @@ def _program(cfg: ModelConfig, m_in: int, m_out: int, chunk: int):
     return jax.jit(lambda p_S, t_S, n_S: jax.lax.map(lambda a: per_seed(*a), (p_S, t_S, n_S)))
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 3, 4))
-def _sample(draw, task, keys_S, index, args):
+def chunk_size(B: int, L: int) -> int:
+    """Sequences per step of `_program`'s loop: the fewest (a divisor of B) that make CHUNK_ROWS
+    token rows, so a long batch's attention stays near a CPU's caches (docs/results/
+    performance.md); with fewer rows XLA's CPU matrix products sum in another order and the
+    last bits of the logits move."""
+    return min(c for c in range(1, B + 1) if B % c == 0 and (c * L >= CHUNK_ROWS or c == B))
+
+
+@functools.cache
+def _sampler():
+    """jit of `_draw` at XLA's lowest optimization: a batch is drawn once per program, and its
+    integer and bit arithmetic compiles ~3x faster there with the same draws."""
+    return jax.jit(_draw, static_argnums=(0, 1, 3, 4),
+                   compiler_options=dict(accepted_fast_compile(jax.default_backend())))
+
+
+def _draw(draw, task, keys_S, index, args):
     return jax.vmap(lambda k: draw(task, stream(k, EVAL, index), *args))(keys_S)
 
 
 def sample(task: TaskConfig, seeds, index, *args, draw=sample_batch):
     """Per seed, draw(task, key, *args) (numpy) with the key of the seed's EVAL stream `index`:
     a batch (args n, lmin, lmax, Lpad), or with `tasks.sample_shift_pair` a pair (args + shift)."""
-    return jax.tree.map(np.asarray, _sample(draw, task, seed_keys(seeds), index, args))
+    return jax.tree.map(np.asarray, _sampler()(draw, task, seed_keys(seeds), index, args))
 
 
 def evidence_of(task: TaskConfig, batch) -> np.ndarray:
@@ -135,11 +152,13 @@ class Cell:
     def run(self, b, model: ModelConfig | None = None, params_S=None) -> list[np.ndarray]:
         """[logits, attention, attention logits] per seed of batch b through the cell's model and
         parameters, or through `model` (an intervention) or `params_S` (another checkpoint)."""
-        B = b.tokens.shape[1]
-        chunk = max(k for k in range(1, min(B, 128) + 1) if B % k == 0)
-        program = _program(model or self.model, *vocab_sizes(self.rc), chunk)
-        out = program(self.params_S if params_S is None else params_S, b.tokens, b.length)
-        return [np.asarray(x) for x in out]
+        return [np.asarray(x) for x in self.dispatch(b, model, params_S)]
+
+    def dispatch(self, b, model: ModelConfig | None = None, params_S=None):
+        """`run`'s arrays as the program hands them back, before they are computed."""
+        program = _program(model or self.model, *vocab_sizes(self.rc),
+                           chunk_size(*b.tokens.shape[1:]))
+        return program(self.params_S if params_S is None else params_S, b.tokens, b.length)
 
     def correct(self, logits, batch):
         return (logits.argmax(-1) == batch.targets).astype(float)
@@ -225,12 +244,12 @@ class Cell:
         """In-range loss (probe batch) at every saved checkpoint: the training trajectory."""
         n = self.cfg.probe_sequences
         b = sample(self.task, self.seeds, IN_RANGE, n, self.lmin, self.lmax, self.lmax)
-        steps, losses = [], []
+        steps, logits = [], []
         with open_run(self.t.run_dir) as run:  # for reading
-            for step in sorted(run.steps()):
+            for step in sorted(run.steps()):  # the next restore overlaps this evaluation
                 steps.append(step)
-                losses.append(self.loss(self.run(b, params_S=run.restore(step).params)[0], b))
-        return {"steps": steps, "loss": np.asarray(losses)}
+                logits.append(self.dispatch(b, params_S=run.restore(step).params)[0])
+        return {"steps": steps, "loss": np.asarray([self.loss(np.asarray(x), b) for x in logits])}
 
 
 def logit_ranges(att_logits, b) -> np.ndarray:
