@@ -20,7 +20,7 @@ from lgjax.harness import study
 from lgjax.harness.outputs import jsonable
 from lgjax.harness.study import RunOptions, run_study
 from lgjax.profile.recipes import Recipe
-from lgjax.profile.summary import CONTRACT
+from lgjax.profile.summary import AVERAGED, CONTRACT
 from lgjax.runs import open_run
 from lgjax.studies.contract import lab
 from lgjax.studies.contract import scores as contracts
@@ -153,7 +153,7 @@ def contract_trained(run_dir: str) -> tuple[list[list[dict]], str | None]:
     settings, and None; for a content-aware encoding, of its data-averaged positional term (with
     the spread over sequences, content_sd) and the line that labels it so."""
     t = lab.trained(run_dir, lab.Config())
-    keep = (*CONTRACT, "content_sd") if "averaged" in t else CONTRACT
+    keep = AVERAGED if "averaged" in t else CONTRACT
     return [[{k: h[k] for k in keep} for h in seed] for seed in t["profiles"]], t.get("averaged")
 
 

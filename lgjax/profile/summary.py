@@ -12,6 +12,8 @@ IB_LONG = 48  # the implicit-bias study's longest evaluation length
 
 
 CONTRACT = ("shift_error", "out_of_table", "collisions", "monotonic_breaks")
+# a content-aware encoding's data-averaged term: the same metrics and its spread over sequences
+AVERAGED = (*CONTRACT, "content_sd")
 
 
 def contract(inst: dict) -> dict:
@@ -30,7 +32,7 @@ def contract_learned(inst: dict) -> dict:
     out = {}
     for K in ("K1", "K2"):
         heads = [h for seed in ib[K].get("contract", []) for h in seed]
-        keys = (*CONTRACT, "content_sd") if "contract_averaged" in ib[K] else CONTRACT
+        keys = AVERAGED if "contract_averaged" in ib[K] else CONTRACT
         if heads:
             out[K] = {k: float(np.mean([h[k] for h in heads if h[k] is not None]))
                       if any(h[k] is not None for h in heads) else None for k in keys}
