@@ -22,7 +22,8 @@ Verdicts: a claim "matches" when every tolerance rule holds, "differs" (saying b
 one does not, "not run" (saying why) when its experiment, its measurement or a key of it is absent.
 A judged claim (tolerance "verdict: a / b / ...", a prediction without a published number) takes
 the verdict its measurement returns as its status. Expectations "hold", "fail" or are "not
-run". An unknown tolerance text, or a malformed rule, is a ToleranceError.
+run"; one may carry an explanation too, shown beside "fails". An unknown tolerance text, or
+a malformed rule, is a ToleranceError.
 """
 
 from __future__ import annotations
@@ -481,7 +482,8 @@ class Verdict:
     measured: dict = field(default_factory=dict)  # component -> {"mean", "sd", "n", "text"}
     reading: str = ""  # which reading of an ambiguous claim (e.g. of tau) this line checks
     outcomes: tuple[Outcome, ...] = ()
-    explanation: str = ""  # the claim's explanation (Claim.explanation), for a "differs"
+    explanation: str = ""  # the claim's or expectation's explanation, for a "differs" or
+    # "fails"
 
     @property
     def label(self) -> str:
@@ -546,11 +548,13 @@ class Expectation:
     text: str  # the spec's words this predicate checks
     criterion: str  # the explicit test, with its numbers
     predicate: Callable[[dict], tuple[bool, str]]  # results -> (holds, what was seen); NotRun
+    explanation: str = ""  # why it fails, where an experiment found it (as Claim.explanation)
 
 
 def check_expectation(exp: Expectation, results: dict[str, dict]) -> Verdict:
     base = dict(id=exp.id, kind="expect", experiment=exp.experiment, where="spec: expect",
-                what=exp.text, published=None, tolerance=exp.criterion)
+                what=exp.text, published=None, tolerance=exp.criterion,
+                explanation=exp.explanation)
     if exp.experiment not in results:
         return Verdict(**base, status=NOT_RUN, detail=f"experiment not run: {exp.experiment}")
     try:

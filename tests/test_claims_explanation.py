@@ -82,3 +82,30 @@ def test_reproduce_refuses_a_malformed_claims_file_with_exit_2(tmp_path, monkeyp
     assert shipped["claims"][0]["id"] in err
     assert not (tmp_path / "ck").exists()
 
+
+
+def test_an_expectation_carries_its_explanation_beside_fails_only(tmp_path):
+    claims = C.load_claims(_file(tmp_path), READERS)
+    expectations = [C.Expectation(f"e.{n}", "e", "text", "criterion",
+                                  lambda _, ok=ok, n=n: (ok, f"seen {n}"), explanation=WHY)
+                    for n, ok in (("fails", False), ("holds", True))]
+    verdicts = C.check(claims, {"e": {}}, READERS, {}, expectations)
+    fails, holds = verdicts[-2:]
+    assert (fails.status, fails.explanation) == (C.FAILS, WHY)
+    assert R.verdict_text(fails) == f"FAILS: {WHY}"
+    assert R.verdict_text(holds) == "holds"
+    text = R.write_report(verdicts, {"e": {}}, {}, tmp_path / "report", reduced=False, study="x")
+    lines = text.splitlines()
+    assert lines[lines.index("  e.fails: seen fails") + 1] == f"    fails: {WHY}"
+    assert "e.holds" not in text
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert f"| FAILS: {WHY} | seen fails |" in md
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert f'<td class="fails">FAILS: {WHY}</td>' in page
+
+
+def test_an_expectation_with_a_malformed_explanation_is_refused():
+    from lgjax.studies.implicit_bias import claims as ib
+
+    with pytest.raises(ValueError, match="expectation x.y: field 'explanation'"):
+        ib.expect("x.y", "text", "criterion", explanation="two\nlines")

@@ -350,6 +350,19 @@ def test_quick_transformers_and_grids_compile_at_xlas_defaults(tmp_path):
         assert trained and not any(s.config.run.fast_compile for s in trained), study
 
 
+def test_the_cpu_transformer_keeps_the_reference_width(tmp_path):
+    """On a CPU the published-scale transformer trains fewer steps at a smaller batch, but at
+    the reference width: below it RoPE's accuracy at 48 falls by seed (experiments/
+    transformer_recipe.py), so a reduced width would fail the expectation for that reason."""
+    from lgjax.studies.implicit_bias import transformer
+
+    cfg = reproduce.Config(out=str(tmp_path / "out"), ckpt_root=str(tmp_path / "ck"))
+    _, exp = reproduce.experiment_config("transformer", cfg, tmp_path / "ck")
+    ref = transformer.Config()
+    assert (exp.d, exp.layers, exp.heads) == (ref.d, ref.layers, ref.heads) == (192, 2, 4)
+    assert (exp.run.steps, exp.run.batch) == (1000, 64)
+
+
 @pytest.mark.parametrize("quick", [False, True])
 def test_a_plans_trained_steps_are_reduced_exactly_at_quick(tmp_path, quick):
     """The realizability sub-grids (one tier, Table 8's tasks, one RoPE row) choose cells at the

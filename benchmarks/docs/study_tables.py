@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from lgjax.claims import DIFFERS, NOT_RUN  # noqa: E402
+from lgjax.claims import DIFFERS, FAILS, NOT_RUN  # noqa: E402
 from lgjax.harness.outputs import markdown_table  # noqa: E402
 from lgjax.reproduce import claims as study_claims  # noqa: E402
 from lgjax.reproduce import report  # noqa: E402
@@ -50,7 +50,9 @@ MEASURE = {
             "lgjax reproduce implicit-bias --only transformer",
             "on an accelerator, at the reference scale (8000 steps, d = 192): 102 s of training "
             "for RoPE and 82 s for APE on a lent H200 (2026-12-04); on a CPU the command trains "
-            "a reduced transformer (d = 64, 1000 steps) and the report says it is reduced"),
+            "it at the reference width with fewer steps (d = 192, batch 64, 1000 steps: 91 s "
+            "for both on a 2-core CPU beside other work, 2026-12-05) and the report says it is "
+            "reduced"),
     },
     "realizability": {
         "realizability-train": (
@@ -211,15 +213,15 @@ def _cells(v) -> dict[str, str]:
 
 
 def verdict_cell(v, recorded: set[str]) -> str:
-    """The verdict; a differing claim's with by how much, and its explanation where the claims
-    file gives one (a claim's optional `explanation`)."""
+    """The verdict; a differing claim's with by how much, and the explanation of a differing
+    claim or a failing expectation where it carries one."""
     if v.status == NOT_RUN and v.experiment not in recorded:
         return NOT_RECORDED
     text = report.MARK.get(v.status, v.status)
-    if v.status != DIFFERS:
-        return text
-    line = getattr(v, "explanation", "")
-    return f"{text}: {v.detail}" + (f". Why: {line}" if line else "")
+    why = f". Why: {v.explanation}" if v.explanation else ""
+    if v.status == FAILS:  # an expectation: what was seen has its own column
+        return text + why
+    return f"{text}: {v.detail}{why}" if v.status == DIFFERS else text
 
 
 def _md(text) -> str:

@@ -19,7 +19,6 @@ import json
 import math
 import re
 import shutil
-import textwrap
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -114,10 +113,12 @@ def summary(verdicts: list[Verdict], results: dict[str, dict], reduced: bool,
     if judged:
         lines.append("judged claims (no published number; the verdict decides):")
         lines += [_clip(f"  {v.label}: {v.status.upper()}: {v.detail}") for v in judged]
-    fail = [v.id for v in verdicts if v.status == FAILS]
+    fail = [v for v in verdicts if v.status == FAILS]
     if fail:
-        lines += textwrap.wrap("expectations that fail: " + ", ".join(fail), SUMMARY_WIDTH,
-                               subsequent_indent="  ")
+        lines.append("expectations that fail (what was seen; report.md has each criterion):")
+        for v in fail:
+            lines.append(_clip(f"  {v.id}: {v.detail}"))
+            lines += [_clip(f"    fails: {v.explanation}")] if v.explanation else []
     why = defaultdict(list)
     for v in verdicts:
         if v.status == NOT_RUN:
@@ -162,15 +163,16 @@ def write_json(verdicts, results, figures, path: Path, reduced: bool, study: str
 
 
 def verdict_text(v: Verdict) -> str:
-    """A verdict as the tables show it: "DIFFERS: <explanation>" where the claim carries one."""
+    """A verdict as the tables show it: "DIFFERS: <explanation>" ("FAILS: ..." for an
+    expectation) where the claim or expectation carries one."""
     mark = MARK.get(v.status, v.status)
-    return f"{mark}: {v.explanation}" if v.status == DIFFERS and v.explanation else mark
+    return f"{mark}: {v.explanation}" if v.status in (DIFFERS, FAILS) and v.explanation else mark
 
 
 def _row(v: Verdict) -> list[str]:
     """A claim's or an expectation's row of the full tables (CLAIM_COLS / EXPECT_COLS)."""
     if v.kind == "expect":
-        return [v.id, v.experiment, v.what, "-", "-", v.tolerance, MARK[v.status], v.detail]
+        return [v.id, v.experiment, v.what, "-", "-", v.tolerance, verdict_text(v), v.detail]
     return [v.label, v.where, v.what, fmt_value(v.published), fmt_measured(v.measured),
             v.tolerance, verdict_text(v), v.detail]
 

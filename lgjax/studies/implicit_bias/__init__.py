@@ -36,6 +36,8 @@ STUDY = StudyDeclaration(
         # its steps outweigh its compilation even here: XLA's defaults
         "transformer": {"d": 64, "run": {"seeds": 1, "fast_compile": False}},
     },
-    # the reference 8000 steps at d = 192 are for accelerators
-    on_cpu={"transformer": {"d": 64, "run": {"steps": 1000, "batch": 64, "eval_sequences": 256}}},
+    # the reference 8000 steps at batch 256 are for accelerators; the width stays the
+    # reference's, since below it RoPE's accuracy at 48 falls with seeds (experiments/
+    # transformer_recipe.py; docs/studies/differences/implicit-bias.md)
+    on_cpu={"transformer": {"run": {"steps": 1000, "batch": 64, "eval_sequences": 256}}},
 )
