@@ -58,9 +58,9 @@ MEASURE = {
         "realizability-train": (
             "lgjax reproduce realizability",
             "on a CPU the 1L1H tier with the L0-sensitivity grids and the RoPE frequency-scale "
-            "rows: the 1L1H tier alone took 2.4 h on a 2-core CPU beside other work (2026-12-02); "
-            "the deeper tiers (--tiers 2L4H,4L4H, about 3.9 and 7.8 CPU-hours) run by default "
-            "on an accelerator"),
+            "rows: the 1L1H tier alone took 44 min on a 2-core CPU with the machine mostly to "
+            "itself (2026-12-05); the deeper tiers (--tiers 2L4H,4L4H, about 3.1 and 6.2 "
+            "CPU-hours) run by default on an accelerator"),
         "realizability-report": (
             "lgjax reproduce realizability",
             "seconds, once realizability-train's runs exist"),

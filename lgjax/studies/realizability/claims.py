@@ -25,10 +25,11 @@ CORE = report_command.CORE_TASKS  # the main grid's 7 tasks
 TABLE8_TASKS = ("prev", "skip-3", "copy", "reverse", "first")  # x the 5 encodings: 25 cells
 ALL_TASKS = "all 10 tasks (extra row)"
 SEVEN = "7 main-grid tasks"
-# what a missing part costs, from the grid's measured CPU time per cell-step (train.py: 8.5,
-# 18.6 and 37 ms at 1L1H, 2L4H, 4L4H; 5 x 50 cells x 3000 steps per tier)
-COST = {"1L1H": "about 1.8 CPU-hours", "2L4H": "about 3.9 CPU-hours",
-        "4L4H": "about 7.8 CPU-hours",
+# what a missing part costs: 1L1H and 2L4H as whole tiers trained on a 2-core CPU (1L1H about
+# 44 min of wall with its measurement; a 2L4H program about 1100 s of training), 4L4H at twice
+# 2L4H, the ratio of their CPU time per cell-step (train.py)
+COST = {"1L1H": "about 1.5 CPU-hours", "2L4H": "about 3.1 CPU-hours",
+        "4L4H": "about 6.2 CPU-hours",
         # Table 7's d = 128 grid (1L1H and 2L4H, 7 tasks x 2 seeds, 3000 steps): 25.4 and
         # 49.4 ms of CPU time per cell-step (bench_grid.py --d 128 --vocab 64 --tasks core
         # --seeds 2, beside 8.2 and 17.1 ms for the main grid's shape in the same session)

@@ -9,10 +9,11 @@ rows i >= L0 at L in {30, 40, 50, 60, 80}, all-row accuracy beside it, train acc
 Command: lgjax realizability-train --ckpt-root /work/runs/realizability
   Programs live in <ckpt-root>/<name>/<tier>/<encoding>/ (config.json, checkpoints,
   results.json). A measured program (results.json there) is skipped; an unfinished one
-  continues from its newest intact checkpoint with --resume. Cost here
-  (benchmarks/bench_grid.py): 8.5, 18.6 and 37 ms of CPU time per cell-step at 1L1H, 2L4H and
-  4L4H; a tier is 5 x 50 cells x 3000 steps, so ~1.8, 3.9 and 7.8 CPU-hours, i.e. hours of wall
-  time per tier on this shared 2-core CPU: run it in the background and rerun with --resume.
+  continues from its newest intact checkpoint with --resume. Cost on a 2-core CPU: a tier is
+  5 x 50 cells x 3000 steps; the 1L1H tier trained and measured in about 44 min of wall (~1.5
+  CPU-hours), a 2L4H program trains in about 1100 s (the tier ~3.1 CPU-hours), and 4L4H costs
+  about twice 2L4H per cell-step (benchmarks/bench_grid.py): run a deep tier in the background
+  and rerun with --resume.
 Expect: see realizability-report, which sets these numbers beside alpha.
 """
 
