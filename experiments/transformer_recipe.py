@@ -13,7 +13,12 @@ directories OUT/checkpoints/<variant>), so the script resumes: a finished varian
 an unfinished one continues from its checkpoint.
 
     python experiments/transformer_recipe.py --out OUT [--seeds 3] \
-        [--variants cpu,steps3000,steps8000,batch256,d96,d128,d192,d192-steps3000]
+        [--variants cpu,steps3000,steps8000,batch256,d96,d128,d192,d192-steps3000] \
+        [--carrier-readings]
+
+--carrier-readings also reloads each variant's final states and reads the key carrier at the
+training length 16: the shift head's (the one found at 48) and the largest over every head of
+both layers (256 fresh sequences per length).
 
 Measured: docs/studies/differences/implicit-bias.md.
 """
@@ -23,7 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
+from lgjax import open_run
 from lgjax.harness.cli import main as lgjax
+from lgjax.studies.implicit_bias import transformer
 
 CPU = {"d": 64, "batch": 64, "steps": 1000}  # the reduced recipe `lgjax reproduce` ran on a CPU
 VARIANTS = "cpu,steps3000,steps8000,batch256,d96,d128,d192,d192-steps3000"
@@ -68,11 +75,24 @@ def show(name: str, r: dict) -> str:
     return f"{name:>14s} | {cells} | {holds} | key carrier {carrier} | {r['wall_seconds']:.0f} s"
 
 
+def carrier_readings(out: Path, name: str) -> str:
+    run = open_run(out / "checkpoints" / name / "rope")
+    states = run.restore(run.steps()[-1])
+    per_seed = transformer.make_evaluator(run.config, (16, 48), 256)(states)
+    cells = []
+    for ps in per_seed:
+        layer, head = transformer.shift_head(ps, 3, 48)
+        top = max(max(row) for row in ps[16]["key_carrier"])
+        cells.append(f"{ps[16]['key_carrier'][layer][head]:.3f} (any head {top:.3f})")
+    return f"{name:>14s} | key carrier at 16: {', '.join(cells)}"
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--variants", default=VARIANTS)
+    p.add_argument("--carrier-readings", action="store_true")
     a = p.parse_args()
     out = Path(a.out)
     runs = {name: run(out, name, a.seeds) for name in a.variants.split(",")}
@@ -81,6 +101,9 @@ def main() -> None:
           f"{', '.join(map(str, lengths))}; criterion: >= {LEVEL} at every length")
     for name, r in runs.items():
         print(show(name, r))
+    if a.carrier_readings:
+        for name in runs:
+            print(carrier_readings(out, name))
 
 
 if __name__ == "__main__":
