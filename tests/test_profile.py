@@ -327,3 +327,15 @@ def test_profile_runs_go_under_ckpt_root_and_resume_only_continues_an_unfinished
     assert cli.main([*argv, "--resume"]) == 0, capsys.readouterr().err
     assert (k1 / "5").is_dir()
     assert json.loads((out / "profile.json").read_text())["instruments"] == first
+
+
+def test_the_shipped_reference_was_made_at_todays_recipes():
+    """A recipe changed without regenerating lgjax/profile/reference.json would have every card
+    compare the new encoding with canonical rows trained at another scale."""
+    shipped = reference.load()["recipes"]
+    assert shipped, "reference.json holds no recipe"
+    for name, entry in shipped.items():
+        today = json.loads(json.dumps(recipes.RECIPES[name].as_dict()))
+        assert entry["recipe"] == today, (
+            f"reference.json's {name!r} entry was made at another recipe: regenerate it with "
+            f"`{reference.COMMAND.format(recipe=name)}`")
