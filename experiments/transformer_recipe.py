@@ -34,6 +34,7 @@ from lgjax.studies.implicit_bias import transformer
 
 CPU = {"d": 64, "batch": 64, "steps": 1000}  # the reduced recipe `lgjax reproduce` ran on a CPU
 VARIANTS = "cpu,steps3000,steps8000,batch256,d96,d128,d192,d192-steps3000"
+LEVEL = 0.95  # the expectation's criterion: seed-mean accuracy at every length
 
 
 def recipe(name: str) -> dict:
@@ -48,8 +49,6 @@ def recipe(name: str) -> dict:
         out[key] = int(change[len(key):])
     return out
 
-
-LEVEL = 0.95  # the expectation's criterion: seed-mean accuracy at every length
 
 
 def run(out: Path, name: str, seeds: int) -> dict:
@@ -76,9 +75,9 @@ def show(name: str, r: dict) -> str:
 
 
 def carrier_readings(out: Path, name: str) -> str:
-    run = open_run(out / "checkpoints" / name / "rope")
-    states = run.restore(run.steps()[-1])
-    per_seed = transformer.make_evaluator(run.config, (16, 48), 256)(states)
+    trained = open_run(out / "checkpoints" / name / "rope")
+    states = trained.restore(trained.steps()[-1])
+    per_seed = transformer.make_evaluator(trained.config, (16, 48), 256)(states)
     cells = []
     for ps in per_seed:
         layer, head = transformer.shift_head(ps, 3, 48)
