@@ -90,6 +90,16 @@ def _clip(text: str) -> str:
     return text if len(text) <= SUMMARY_WIDTH else text[:SUMMARY_WIDTH - 3] + "..."
 
 
+def _explained(verdicts: list[Verdict], word: str) -> list[str]:
+    """Each verdict's line (its label, what was measured or seen) and, under it, its
+    explanation where it carries one ("    differs: ..." / "    fails: ...")."""
+    lines = []
+    for v in verdicts:
+        lines.append(_clip(f"  {v.label}: {v.detail}"))
+        lines += [_clip(f"    {word}: {v.explanation}")] if v.explanation else []
+    return lines
+
+
 def summary(verdicts: list[Verdict], results: dict[str, dict], reduced: bool,
             study: str = "implicit-bias") -> str:
     """One screen: the scale, N of M claim checks match, what differs (with values), why the
@@ -106,9 +116,7 @@ def summary(verdicts: list[Verdict], results: dict[str, dict], reduced: bool,
     differ = [v for v in verdicts if v.status == DIFFERS]
     if differ:
         lines.append("claims that differ (published vs measured; report.md has every value):")
-        for v in differ:
-            lines.append(_clip(f"  {v.label}: {v.detail}"))
-            lines += [_clip(f"    differs: {v.explanation}")] if v.explanation else []
+        lines += _explained(differ, "differs")
     judged = [v for v in verdicts if v.kind == "claim" and v.status in n["judged"]]
     if judged:
         lines.append("judged claims (no published number; the verdict decides):")
@@ -116,9 +124,7 @@ def summary(verdicts: list[Verdict], results: dict[str, dict], reduced: bool,
     fail = [v for v in verdicts if v.status == FAILS]
     if fail:
         lines.append("expectations that fail (what was seen; report.md has each criterion):")
-        for v in fail:
-            lines.append(_clip(f"  {v.id}: {v.detail}"))
-            lines += [_clip(f"    fails: {v.explanation}")] if v.explanation else []
+        lines += _explained(fail, "fails")
     why = defaultdict(list)
     for v in verdicts:
         if v.status == NOT_RUN:
