@@ -6,8 +6,9 @@ LG per (encoding, task) over the evaluated lengths) and whether the interval inc
     python experiments/depth_readings.py REPORT    # REPORT: a realizability-report --out folder
                                                    # (its report.json, made with --alpha)
 
-The statistics are the report's own (lgjax.studies.realizability.report.tier_stats, its
-thresholds and resamples). Measured: docs/studies/differences/realizability.md.
+The statistics are the claims checker's (lgjax.studies.realizability.claims.tier_stats: the
+report's tier_stats at its own thresholds and resamples). Measured:
+docs/studies/differences/realizability.md.
 """
 import json
 import sys
@@ -16,9 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
+from lgjax.studies.realizability import claims as C
 from lgjax.studies.realizability import report as R
 
-READINGS = {"7 tasks (the claims file's)": R.CORE_TASKS, "all 10 tasks": None}
+READINGS = {"7 tasks (the claims file's)": C.CORE, "all 10 tasks": None}
 
 
 def main() -> None:
@@ -27,14 +29,10 @@ def main() -> None:
     rep = json.loads((Path(sys.argv[1]) / "report.json").read_text())
     if not rep.get("alpha"):
         raise SystemExit(f"{sys.argv[1]}: the report ran without alpha results (--alpha)")
-    th = rep["thresholds"]
-    cfg = R.Config(learnable=th["learnable"], alpha_min=th["alpha_min"], lg_min=th["lg_min"],
-                   resamples=th["resamples"])
+    results = {"realizability-report": rep}
     for tier in dict.fromkeys(r["tier"] for r in rep["rows"]):
         for name, tasks in READINGS.items():
-            rows = [r for r in rep["rows"]
-                    if r["tier"] == tier and (tasks is None or r["task"] in tasks)]
-            s = R.tier_stats(rows, cfg)
+            s = C.tier_stats(results, tier, tasks)
             lo, hi = s["rho_ci"]
             verdict = ("undefined" if not np.isfinite([s["rho"], lo, hi]).all() else
                        "includes 0" if lo <= 0 <= hi else "excludes 0")
@@ -43,11 +41,11 @@ def main() -> None:
                   f"{verdict}")
         cells = defaultdict(list)
         for r in R.seed_means([r for r in rep["rows"] if r["tier"] == tier]):
-            if r["train_acc"] > cfg.learnable:
+            if r["train_acc"] > rep["thresholds"]["learnable"]:
                 cells[(r["encoding"], r["task"])].append((r["alpha"], r["lg"]))
         for (enc, task), al in sorted(cells.items()):
             a, g = np.array(al).T
-            core = "" if task in R.CORE_TASKS else " (not in the 7)"
+            core = "" if task in C.CORE else " (not in the 7)"
             print(f"  {enc:>10s} {task:>9s}{core}: alpha_L {' '.join(f'{x:.2f}' for x in a)}"
                   f" | LG {' '.join(f'{x:.2f}' for x in g)}")
 

@@ -77,13 +77,15 @@ def show(name: str, r: dict) -> str:
 def carrier_readings(out: Path, name: str) -> str:
     trained = open_run(out / "checkpoints" / name / "rope")
     states = trained.restore(trained.steps()[-1])
-    per_seed = transformer.make_evaluator(trained.config, (16, 48), 256)(states)
+    K, train_max = trained.config.task.opts.offset, trained.config.train.lmax
+    longest = max(transformer.Config().profile_lengths)  # where `lgjax transformer` finds it
+    per_seed = transformer.make_evaluator(trained.config, (train_max, longest), 256)(states)
     cells = []
     for ps in per_seed:
-        layer, head = transformer.shift_head(ps, 3, 48)
-        top = max(max(row) for row in ps[16]["key_carrier"])
-        cells.append(f"{ps[16]['key_carrier'][layer][head]:.3f} (any head {top:.3f})")
-    return f"{name:>14s} | key carrier at 16: {', '.join(cells)}"
+        layer, head = transformer.shift_head(ps, K, longest)
+        top = max(max(row) for row in ps[train_max]["key_carrier"])
+        cells.append(f"{ps[train_max]['key_carrier'][layer][head]:.3f} (any head {top:.3f})")
+    return f"{name:>14s} | key carrier at {train_max}: {', '.join(cells)}"
 
 
 def main() -> None:
