@@ -9,10 +9,9 @@ rows i >= L0 at L in {30, 40, 50, 60, 80}, all-row accuracy beside it, train acc
 Command: lgjax realizability-train --ckpt-root /work/runs/realizability
   Programs live in <ckpt-root>/<name>/<tier>/<encoding>/ (config.json, checkpoints,
   results.json). A measured program (results.json there) is skipped; an unfinished one
-  continues from its newest intact checkpoint with --resume. Cost on a 2-core CPU: a tier is
-  5 x 50 cells x 3000 steps; the 1L1H tier trained and measured in about 44 min of wall (~1.5
-  CPU-hours), a 2L4H program trains in about 1100 s (the tier ~3.1 CPU-hours), and 4L4H costs
-  about twice 2L4H per cell-step (benchmarks/bench_grid.py): run a deep tier in the background
+  continues from its newest intact checkpoint with --resume. A tier is 5 x 50 cells x 3000
+  steps: under an hour for 1L1H on a 2-core CPU, hours for 2L4H and 4L4H (what each costs:
+  claims.COST, measured on docs/results/performance.md): run a deep tier in the background
   and rerun with --resume.
 Expect: see realizability-report, which sets these numbers beside alpha.
 """
