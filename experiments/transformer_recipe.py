@@ -13,12 +13,13 @@ directories OUT/checkpoints/<variant>), so the script resumes: a finished varian
 an unfinished one continues from its checkpoint.
 
     python experiments/transformer_recipe.py --out OUT [--seeds 3] \
-        [--variants cpu,steps3000,steps8000,batch256,d96,d128,d192,d192-steps3000] \
+        [--variants cpu,steps3000,steps8000,batch256,d96,d128,d192,d192-steps3000,d192-batch256] \
         [--carrier-readings]
 
---carrier-readings also reloads each variant's final states and reads the key carrier at the
-training length 16: the shift head's (the one found at 48) and the largest over every head of
-both layers (256 fresh sequences per length).
+--carrier-readings also reloads each variant's final states and reads the shift head's (the one
+found at 48) key carrier under other readings: at the training length 16, the largest over
+every head of both layers there, the keys' mean taken per position instead of pooled, and the
+vocabulary alone through the head's LayerNorm and W_K (256 fresh sequences per length).
 
 Measured: docs/studies/differences/implicit-bias.md.
 """
@@ -26,14 +27,17 @@ import argparse
 import json
 from pathlib import Path
 
+import jax
 import numpy as np
 
-from lgjax import open_run
+from lgjax import models, open_run, tasks
 from lgjax.harness.cli import main as lgjax
 from lgjax.studies.implicit_bias import transformer
+from lgjax.studies.implicit_bias.analysis import carrier_fraction
+from lgjax.transformer import apply_with_keys
 
 CPU = {"d": 64, "batch": 64, "steps": 1000}  # the reduced recipe `lgjax reproduce` ran on a CPU
-VARIANTS = "cpu,steps3000,steps8000,batch256,d96,d128,d192,d192-steps3000"
+VARIANTS = "cpu,steps3000,steps8000,batch256,d96,d128,d192,d192-steps3000,d192-batch256"
 LEVEL = 0.95  # the expectation's criterion: seed-mean accuracy at every length
 
 
@@ -74,17 +78,53 @@ def show(name: str, r: dict) -> str:
     return f"{name:>14s} | {cells} | {holds} | key carrier {carrier} | {r['wall_seconds']:.0f} s"
 
 
+def vocabulary_carrier(emb_VxD, ln_scale_D, ln_bias_D, w_DxDh) -> float:
+    """The single-layer study's reading: the head's W_K applied to its block's LayerNorm of each
+    token's embedding alone (the vocabulary uniform), as if nothing earlier wrote to the stream."""
+    emb_VxD, ln_scale_D, ln_bias_D, w_DxDh = (np.asarray(x, np.float64) for x in
+                                              (emb_VxD, ln_scale_D, ln_bias_D, w_DxDh))
+    normed_VxD = ((emb_VxD - emb_VxD.mean(-1, keepdims=True))
+                  / np.sqrt(emb_VxD.var(-1, keepdims=True) + 1e-6))  # flax LayerNorm's epsilon
+    return float(carrier_fraction((normed_VxD * ln_scale_D + ln_bias_D) @ w_DxDh))
+
+
+def position_centred_fraction(keys_BxLxD) -> float:
+    """The carrier fraction with the keys' mean taken per position: the sum over positions of
+    ||E_b k_i||^2 over the sum of E_b ||k_i||^2 (not over every (sequence, position) pooled)."""
+    keys_BxLxD = np.asarray(keys_BxLxD, np.float64)
+    return float((keys_BxLxD.mean(0) ** 2).sum() / (keys_BxLxD ** 2).sum(-1).mean(0).sum())
+
+
+def head_readings(rc, params, layer: int, head: int, L: int, n: int) -> tuple[float, float]:
+    """(position-centred, vocabulary) carrier of one head of one seed's params, at length L."""
+    apply = apply_with_keys(rc.model, *models.vocab_sizes(rc))
+    b = tasks.sample_batch(rc.task, jax.random.key(1), n, L, L, L)
+    keys_BxLxD = np.asarray(apply(params, b.tokens, b.length)[2])[:, layer, :, head]
+    block = params[f"block{layer}"]
+    return (position_centred_fraction(keys_BxLxD),
+            vocabulary_carrier(params["Embed_0"]["embedding"], block["LayerNorm_0"]["scale"],
+                               block["LayerNorm_0"]["bias"], block["key"]["kernel"][:, head]))
+
+
 def carrier_readings(out: Path, name: str) -> str:
+    """Per seed, the shift head's key carrier under four readings: pooled over every key at the
+    training length; the largest of any head there; the mean taken per position (at the longest
+    profiled length); the vocabulary alone through the head's LayerNorm and W_K."""
     trained = open_run(out / "checkpoints" / name / "rope")
     states = trained.restore(trained.steps()[-1])
-    K, train_max = trained.config.task.opts.offset, trained.config.train.lmax
+    rc = trained.config
+    K, train_max = rc.task.opts.offset, rc.train.lmax
     longest = max(transformer.Config().profile_lengths)  # where `lgjax transformer` finds it
-    per_seed = transformer.make_evaluator(trained.config, (train_max, longest), 256)(states)
+    per_seed = transformer.make_evaluator(rc, (train_max, longest), 256)(states)
     cells = []
-    for ps in per_seed:
+    for s, ps in enumerate(per_seed):
         layer, head = transformer.shift_head(ps, K, longest)
+        params = jax.tree.map(lambda x, s=s: x[s], states.params)
         top = max(max(row) for row in ps[train_max]["key_carrier"])
-        cells.append(f"{ps[train_max]['key_carrier'][layer][head]:.3f} (any head {top:.3f})")
+        centred, vocabulary = head_readings(rc, params, layer, head, longest, 256)
+        cells.append(f"{ps[train_max]['key_carrier'][layer][head]:.3f} (any head {top:.3f}; "
+                     f"per position {centred:.3f}; vocabulary {vocabulary:.3f}; "
+                     f"layer {layer} head {head})")
     return f"{name:>14s} | key carrier at {train_max}: {', '.join(cells)}"
 
 

@@ -73,3 +73,20 @@ def test_recipe_variants_change_one_element_each():
                                   p["block0"]["LayerNorm_0"]["scale"])
     with pytest.raises(SystemExit, match="unknown variant"):
         recipe.variant(rc, "momentum0.5")
+
+
+transformer_recipe = _load("transformer_recipe")
+
+
+def test_carrier_readings_by_hand():
+    """Per-position centring: position 0 always (1, 0), position 1 always (0, 1): 1 per
+    position, 0.5 pooled. Vocabulary: LayerNorm maps the rows (1, -1), (-1, 1) to themselves;
+    with bias (1, 1) and W_K = I the keys are (2, 0), (0, 2): ||(1, 1)||^2 / 4 = 0.5."""
+    keys = np.tile(np.array([[1.0, 0.0], [0.0, 1.0]]), (3, 1, 1))  # [B=3, L=2, D=2]
+    assert transformer_recipe.position_centred_fraction(keys) == pytest.approx(1.0)
+    assert float(transformer_recipe.carrier_fraction(keys.reshape(-1, 2))) == pytest.approx(0.5)
+    emb = np.array([[1.0, -1.0], [-1.0, 1.0]])
+    assert transformer_recipe.vocabulary_carrier(emb, np.ones(2), np.ones(2),
+                                                 np.eye(2)) == pytest.approx(0.5, abs=1e-5)
+    assert transformer_recipe.vocabulary_carrier(emb, np.ones(2), np.zeros(2),
+                                                 np.eye(2)) == pytest.approx(0.0, abs=1e-9)
