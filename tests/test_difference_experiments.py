@@ -75,7 +75,45 @@ def test_recipe_variants_change_one_element_each():
         recipe.variant(rc, "momentum0.5")
 
 
+pace = _load("induction_pace")
 transformer_recipe = _load("transformer_recipe")
+
+
+def test_tf32_rounding_by_hand():
+    """10 mantissa bits kept, to nearest (ties away from zero); integers untouched."""
+    x = np.array([1 + 2**-12, 1 + 2**-11, 1 + 3 * 2**-12, -(1 + 3 * 2**-12), 3.0, 2**-20],
+                 np.float32)
+    np.testing.assert_array_equal(
+        np.asarray(pace.to_tf32(x)),
+        np.array([1.0, 1 + 2**-10, 1 + 2**-10, -(1 + 2**-10), 3.0, 2**-20], np.float32))
+    ints = np.array([4097, -3], np.int32)
+    np.testing.assert_array_equal(np.asarray(pace.to_tf32(ints)), ints)
+
+
+def test_tf32_matmuls_round_both_passes_and_restore():
+    import flax.linen as nn
+    import jax.numpy as jnp
+
+    a = jax.random.normal(jax.random.key(0), (8, 16))
+    b = jax.random.normal(jax.random.key(1), (16, 4))
+    f = lambda a, b: jnp.sum(jnp.tanh(jnp.einsum("ij,jk->ik", a, b)))
+    ar, br = (np.asarray(pace.to_tf32(x), np.float64) for x in (a, b))
+    dense = nn.Dense(4, use_bias=False)
+    w = dense.init(jax.random.key(2), a)
+    with pace.tf32_matmuls():
+        value, (ga, gb) = jax.value_and_grad(f, argnums=(0, 1))(a, b)
+        out = dense.apply(w, a)
+    assert float(value) == pytest.approx(np.tanh(ar @ br).sum(), rel=1e-6)
+    cot = np.asarray(pace.to_tf32(jnp.asarray(1 - np.tanh(ar @ br) ** 2, jnp.float32)),
+                     np.float64)
+    np.testing.assert_allclose(ga, cot @ br.T, atol=2e-6)  # the cotangent rounded too
+    np.testing.assert_allclose(gb, ar.T @ cot, atol=2e-6)
+    wr = np.asarray(pace.to_tf32(w["params"]["kernel"]), np.float64)
+    np.testing.assert_allclose(out, ar @ wr, atol=2e-6)
+    # restored: full float32 products again, far from the rounded ones
+    assert float(f(a, b)) == pytest.approx(np.tanh(np.asarray(a, np.float64)
+                                                   @ np.asarray(b, np.float64)).sum(), rel=1e-6)
+    assert abs(float(f(a, b)) - np.tanh(ar @ br).sum()) > 1e-4
 
 
 def test_carrier_readings_by_hand():
