@@ -53,6 +53,8 @@ def to_tf32(x):
 def tf32_matmuls():
     """Inside: every dot_general (flax's layers, einsum, and the ones autodiff's transpose rules
     call for the backward pass) takes TF32-rounded operands; restored on exit."""
+    # jax.lax.dot_general is a re-export: the transpose rules call jax's internal module's own
+    # name, so the backward pass is rounded only if that one is replaced too
     original, einsum = lax_internal.dot_general, jnp.einsum
 
     def dot_general(lhs, rhs, *args, **kwargs):
