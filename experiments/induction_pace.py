@@ -12,6 +12,13 @@ mantissa bits (to nearest) before a float32 product.
 
     python experiments/induction_pace.py nope --layouts serial,flat --out OUT --ckpt-root CK
     python experiments/induction_pace.py nope --layouts serial --tf32 --out OUT --ckpt-root CK
+    python experiments/induction_pace.py rope --layouts serial --every 50 --steps 1000 ...
+    python experiments/induction_pace.py --table9 --out OUT
+
+--table9 reads every serial-layout reading in OUT (the pinned runs and the finer ones) and
+prints, step by step, each encoding's train accuracy and LG@60 beside Table 9's, and how many
+of its ten numbers are within the claims' tolerances at that step: whether one training budget
+gives the study's numbers for every encoding at once.
 
 Resumable: each (encoding, layout) is a run directory under CK and a file of readings in OUT;
 a rerun continues the training from its newest checkpoint and keeps the readings made. The
@@ -23,6 +30,7 @@ import contextlib
 import dataclasses
 import functools
 import json
+import re
 from pathlib import Path
 
 import jax
@@ -32,6 +40,7 @@ from jax._src.lax import lax as lax_internal
 
 from lgjax import grid
 from lgjax.studies.realizability import train as T
+from lgjax.studies.realizability.claims import ENCODING, RESTATED
 
 LG_LENGTH = 60
 
@@ -78,10 +87,18 @@ def readings(g: grid.Grid, params_C, L0: int, eval_sequences: int) -> dict:
             "lg60": np.asarray(ev.accuracy_new)[0, :, 1].tolist()}
 
 
-def follow(encoding: str, layout: str, label: str, out: Path, ckpt_root: str) -> list[dict]:
-    cfg = dataclasses.replace(T.Config(), tiers=("2L4H",), encodings=(encoding,),
-                              tasks=("induction",), layout=layout,
-                              name=f"induction-pace-{label}")
+def follow(encoding: str, layout: str, label: str, out: Path, ckpt_root: str,
+           every: int = 250, steps: int = 3000) -> list[dict]:
+    """Train (or resume) the cell and read it every `every` steps up to `steps`; a recipe other
+    than the pinned one (every 250 to 3000) is its own run and file, labelled with it. The
+    learning rate has no schedule, so a shorter run's steps are the longer run's first ones."""
+    if (every, steps) != (250, 3000):
+        label += f"-every{every}-steps{steps}"
+    base = T.Config()
+    cfg = dataclasses.replace(base, tiers=("2L4H",), encodings=(encoding,),
+                              tasks=("induction",), layout=layout, chunk=every,
+                              name=f"induction-pace-{label}",
+                              run=dataclasses.replace(base.run, steps=steps))
     g = T.program_grid(cfg, "2L4H", encoding)
     path = Path(ckpt_root) / T.program_name(cfg, "2L4H", encoding)
     log = out / f"{encoding}-{label}.jsonl"
@@ -104,30 +121,81 @@ def follow(encoding: str, layout: str, label: str, out: Path, ckpt_root: str) ->
     return sorted(rows, key=lambda r: r["step"])
 
 
+def table9_published() -> dict[str, tuple[dict, dict]]:
+    """{our encoding: ({"train_acc": v, "lg60": v}, {component: tolerance})} from the claims."""
+    out = {}
+    for cid, (published, tolerance) in RESTATED.items():
+        if cid.startswith("t9."):
+            tol = {k: float(v) for k, v in re.findall(r"(\w+) abs ([\d.]+)", tolerance)}
+            out[ENCODING.get(cid[3:], cid[3:])] = (published, tol)
+    return out
+
+
+def within(readings: dict[str, tuple[float, float]], published) -> int:
+    """How many of the published numbers the readings {encoding: (train acc, LG@60)} meet
+    within their tolerances (inclusive)."""
+    return sum(int(abs(acc - pub["train_acc"]) <= tol["train_acc"] + 1e-12)
+               + int(abs(lg - pub["lg60"]) <= tol["lg60"] + 1e-12)
+               for enc, (acc, lg) in readings.items() for pub, tol in [published[enc]])
+
+
+def table9(out: Path) -> None:
+    published = table9_published()
+    by_enc = {}
+    for enc in published:
+        rows = {}
+        for f in sorted(out.glob(f"{enc}-serial*.jsonl")):
+            if "tf32" not in f.name:
+                for line in f.read_text().splitlines():
+                    r = json.loads(line)
+                    rows[r["step"]] = (np.mean(r["train_acc"]), np.mean(r["lg60"]))
+        by_enc[enc] = rows
+    steps = sorted(set.intersection(*(set(r) for r in by_enc.values())))
+    heads = [f"{e} {pub['train_acc']}/{pub['lg60']}" for e, (pub, _) in published.items()]
+    print("step  " + "  ".join(f"{h:>18s}" for h in heads) + "  within")
+    for s in steps:
+        at = {enc: by_enc[enc][s] for enc in published}
+        cells = [f"{acc:.3f} / {lg:.3f}" for acc, lg in at.values()]
+        print(f"{s:5d} " + "  ".join(f"{c:>18s}" for c in cells)
+              + f"  {within(at, published)}/{2 * len(published)}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("encoding")
+    p.add_argument("encoding", nargs="?")
     p.add_argument("--layouts", default="serial,flat")
     p.add_argument("--out", required=True)
-    p.add_argument("--ckpt-root", required=True)
+    p.add_argument("--ckpt-root")
+    p.add_argument("--every", type=int, default=250, help="steps between readings")
+    p.add_argument("--steps", type=int, default=3000, help="the last step")
+    p.add_argument("--table9", action="store_true",
+                   help="print the readings in OUT against Table 9 (trains nothing)")
     p.add_argument("--tf32", action="store_true",
                    help="emulate a GPU's TensorFloat-32 matmuls (runs labelled <layout>-tf32)")
     a = p.parse_args()
     out = Path(a.out)
+    if a.table9:
+        return table9(out)
+    if a.encoding is None or a.ckpt_root is None:
+        p.error("an encoding and --ckpt-root (or --table9)")
     out.mkdir(parents=True, exist_ok=True)
     for layout in a.layouts.split(","):
         grid.check_layout(layout)
     suffix = "-tf32" if a.tf32 else ""
     with tf32_matmuls() if a.tf32 else contextlib.nullcontext():
-        table = {layout + suffix: follow(a.encoding, layout, layout + suffix, out, a.ckpt_root)
+        table = {layout + suffix: follow(a.encoding, layout, layout + suffix, out, a.ckpt_root,
+                                         a.every, a.steps)
                  for layout in a.layouts.split(",")}
-    print(f"\n{a.encoding}, 2L4H induction: seed-mean train accuracy by step")
-    print("step  " + "  ".join(f"{label:>11s}" for label in table))
+    print(f"\n{a.encoding}, 2L4H induction: seed-mean train accuracy / LG@{LG_LENGTH} by step")
+    print("step  " + "  ".join(f"{label:>15s}" for label in table))
     steps = sorted({r["step"] for rows in table.values() for r in rows})
     for s in steps:
-        vals = [next((np.mean(r["train_acc"]) for r in rows if r["step"] == s), np.nan)
-                for rows in table.values()]
-        print(f"{s:5d} " + "  ".join(f"{v:11.3f}" for v in vals))
+        cells = []
+        for rows in table.values():
+            r = next((r for r in rows if r["step"] == s), None)
+            cells.append(f"{np.mean(r['train_acc']):.3f} / {np.mean(r['lg60']):.3f}"
+                         if r else "-")
+        print(f"{s:5d} " + "  ".join(f"{c:>15s}" for c in cells))
 
 
 if __name__ == "__main__":

@@ -128,3 +128,17 @@ def test_carrier_readings_by_hand():
                                                  np.eye(2)) == pytest.approx(0.5, abs=1e-5)
     assert transformer_recipe.vocabulary_carrier(emb, np.ones(2), np.zeros(2),
                                                  np.eye(2)) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_table9_count_by_hand():
+    """Table 9's ten numbers from the claims (ape for learned-abs), tolerances 0.10 / 0.15
+    inclusive: the published values meet all ten; RoPE's LG 0.16 off and NoPE's accuracy
+    exactly 0.10 off meet nine."""
+    published = pace.table9_published()
+    assert set(published) == {"alibi", "rope", "nope", "ape", "sinusoidal"}
+    assert published["ape"] == ({"train_acc": 0.99, "lg60": 0.27},
+                                {"train_acc": 0.10, "lg60": 0.15})
+    exact = {e: (p["train_acc"], p["lg60"]) for e, (p, _) in published.items()}
+    assert pace.within(exact, published) == 10
+    moved = dict(exact, rope=(1.0, 0.43 + 0.16), nope=(0.76 - 0.10, 0.34))
+    assert pace.within(moved, published) == 9
