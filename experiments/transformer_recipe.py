@@ -27,7 +27,9 @@ import argparse
 import json
 from pathlib import Path
 
+import flax.linen as nn
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from lgjax import models, open_run, tasks
@@ -54,7 +56,6 @@ def recipe(name: str) -> dict:
     return out
 
 
-
 def run(out: Path, name: str, seeds: int) -> dict:
     results = out / name / "results.json"
     if not results.exists():
@@ -78,14 +79,12 @@ def show(name: str, r: dict) -> str:
     return f"{name:>14s} | {cells} | {holds} | key carrier {carrier} | {r['wall_seconds']:.0f} s"
 
 
-def vocabulary_carrier(emb_VxD, ln_scale_D, ln_bias_D, w_DxDh) -> float:
+def vocabulary_carrier(emb_VxD, ln_params, w_DxDh) -> float:
     """The single-layer study's reading: the head's W_K applied to its block's LayerNorm of each
     token's embedding alone (the vocabulary uniform), as if nothing earlier wrote to the stream."""
-    emb_VxD, ln_scale_D, ln_bias_D, w_DxDh = (np.asarray(x, np.float64) for x in
-                                              (emb_VxD, ln_scale_D, ln_bias_D, w_DxDh))
-    normed_VxD = ((emb_VxD - emb_VxD.mean(-1, keepdims=True))
-                  / np.sqrt(emb_VxD.var(-1, keepdims=True) + 1e-6))  # flax LayerNorm's epsilon
-    return float(carrier_fraction((normed_VxD * ln_scale_D + ln_bias_D) @ w_DxDh))
+    normed_VxD = nn.LayerNorm().apply({"params": ln_params}, jnp.asarray(emb_VxD))
+    return float(carrier_fraction(np.asarray(normed_VxD, np.float64)
+                                  @ np.asarray(w_DxDh, np.float64)))
 
 
 def position_centred_fraction(keys_BxLxD) -> float:
@@ -93,17 +92,6 @@ def position_centred_fraction(keys_BxLxD) -> float:
     ||E_b k_i||^2 over the sum of E_b ||k_i||^2 (not over every (sequence, position) pooled)."""
     keys_BxLxD = np.asarray(keys_BxLxD, np.float64)
     return float((keys_BxLxD.mean(0) ** 2).sum() / (keys_BxLxD ** 2).sum(-1).mean(0).sum())
-
-
-def head_readings(rc, params, layer: int, head: int, L: int, n: int) -> tuple[float, float]:
-    """(position-centred, vocabulary) carrier of one head of one seed's params, at length L."""
-    apply = apply_with_keys(rc.model, *models.vocab_sizes(rc))
-    b = tasks.sample_batch(rc.task, jax.random.key(1), n, L, L, L)
-    keys_BxLxD = np.asarray(apply(params, b.tokens, b.length)[2])[:, layer, :, head]
-    block = params[f"block{layer}"]
-    return (position_centred_fraction(keys_BxLxD),
-            vocabulary_carrier(params["Embed_0"]["embedding"], block["LayerNorm_0"]["scale"],
-                               block["LayerNorm_0"]["bias"], block["key"]["kernel"][:, head]))
 
 
 def carrier_readings(out: Path, name: str) -> str:
@@ -116,15 +104,20 @@ def carrier_readings(out: Path, name: str) -> str:
     K, train_max = rc.task.opts.offset, rc.train.lmax
     longest = max(transformer.Config().profile_lengths)  # where `lgjax transformer` finds it
     per_seed = transformer.make_evaluator(rc, (train_max, longest), 256)(states)
+    apply = jax.jit(apply_with_keys(rc.model, *models.vocab_sizes(rc)))
+    b = tasks.sample_batch(rc.task, jax.random.key(1), 256, longest, longest, longest)
     cells = []
     for s, ps in enumerate(per_seed):
         layer, head = transformer.shift_head(ps, K, longest)
         params = jax.tree.map(lambda x, s=s: x[s], states.params)
         top = max(max(row) for row in ps[train_max]["key_carrier"])
-        centred, vocabulary = head_readings(rc, params, layer, head, longest, 256)
+        keys_BxLxD = np.asarray(apply(params, b.tokens, b.length)[2])[:, layer, :, head]
+        block = params[f"block{layer}"]
+        vocabulary = vocabulary_carrier(params["Embed_0"]["embedding"], block["LayerNorm_0"],
+                                        block["key"]["kernel"][:, head])
         cells.append(f"{ps[train_max]['key_carrier'][layer][head]:.3f} (any head {top:.3f}; "
-                     f"per position {centred:.3f}; vocabulary {vocabulary:.3f}; "
-                     f"layer {layer} head {head})")
+                     f"per position {position_centred_fraction(keys_BxLxD):.3f}; "
+                     f"vocabulary {vocabulary:.3f}; layer {layer} head {head})")
     return f"{name:>14s} | key carrier at {train_max}: {', '.join(cells)}"
 
 

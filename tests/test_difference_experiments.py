@@ -124,9 +124,10 @@ def test_carrier_readings_by_hand():
     assert transformer_recipe.position_centred_fraction(keys) == pytest.approx(1.0)
     assert float(transformer_recipe.carrier_fraction(keys.reshape(-1, 2))) == pytest.approx(0.5)
     emb = np.array([[1.0, -1.0], [-1.0, 1.0]])
-    assert transformer_recipe.vocabulary_carrier(emb, np.ones(2), np.ones(2),
+    ln = lambda bias: {"scale": np.ones(2, np.float32), "bias": np.asarray(bias, np.float32)}
+    assert transformer_recipe.vocabulary_carrier(emb, ln([1.0, 1.0]),
                                                  np.eye(2)) == pytest.approx(0.5, abs=1e-5)
-    assert transformer_recipe.vocabulary_carrier(emb, np.ones(2), np.zeros(2),
+    assert transformer_recipe.vocabulary_carrier(emb, ln([0.0, 0.0]),
                                                  np.eye(2)) == pytest.approx(0.0, abs=1e-9)
 
 
