@@ -59,7 +59,7 @@ MEASURE = {
             "lgjax reproduce realizability",
             "on a CPU the 1L1H tier with the L0-sensitivity grids and the RoPE frequency-scale "
             "rows: the 1L1H tier alone took 44 min on a 2-core CPU with the machine mostly to "
-            "itself (2026-12-05); the deeper tiers (--tiers 2L4H,4L4H, about 3.1 and 6.2 "
+            "itself (2026-12-05); the deeper tiers (--tiers 2L4H,4L4H, about 3.1 and 7.4 "
             "CPU-hours) run by default on an accelerator"),
         "realizability-report": (
             "lgjax reproduce realizability",

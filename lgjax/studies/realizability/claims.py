@@ -28,7 +28,7 @@ SEVEN = "7 main-grid tasks"
 # what a missing part costs on a 2-core CPU: 1L1H and 2L4H from whole tiers trained there, 4L4H
 # at twice 2L4H, the ratio of their time per cell-step (docs/results/performance.md)
 COST = {"1L1H": "about 1.5 CPU-hours", "2L4H": "about 3.1 CPU-hours",
-        "4L4H": "about 6.2 CPU-hours",
+        "4L4H": "about 7.4 CPU-hours",
         # Table 7's d = 128 grid (1L1H and 2L4H, 7 tasks x 2 seeds, 3000 steps): 25.4 and
         # 49.4 ms of CPU time per cell-step (bench_grid.py --d 128 --vocab 64 --tasks core
         # --seeds 2, beside 8.2 and 17.1 ms for the main grid's shape in the same session)
