@@ -25,8 +25,8 @@ CORE = report_command.CORE_TASKS  # the main grid's 7 tasks
 TABLE8_TASKS = ("prev", "skip-3", "copy", "reverse", "first")  # x the 5 encodings: 25 cells
 ALL_TASKS = "all 10 tasks (extra row)"
 SEVEN = "7 main-grid tasks"
-# what a missing part costs on a 2-core CPU: 1L1H and 2L4H from whole tiers trained there, 4L4H
-# at twice 2L4H, the ratio of their time per cell-step (docs/results/performance.md)
+# what a missing part costs on a 2-core CPU: each tier from the whole tier trained there
+# (docs/results/performance.md)
 COST = {"1L1H": "about 1.5 CPU-hours", "2L4H": "about 3.1 CPU-hours",
         "4L4H": "about 7.4 CPU-hours",
         # Table 7's d = 128 grid (1L1H and 2L4H, 7 tasks x 2 seeds, 3000 steps): 25.4 and
