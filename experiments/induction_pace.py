@@ -41,7 +41,6 @@ from lgjax import claims, grid
 from lgjax.reproduce.claims import load_claims
 from lgjax.studies.realizability import claims as readers
 from lgjax.studies.realizability import train as T
-from lgjax.studies.realizability.claims import ENCODING
 
 LG_LENGTH = 60
 
@@ -124,7 +123,7 @@ def follow(encoding: str, layout: str, label: str, out: Path, ckpt_root: str,
 
 def table9_claims() -> dict:
     """Table 9's claims as the claims checker reads them: {our encoding: Claim}."""
-    return {ENCODING.get(c.id[3:], c.id[3:]): c
+    return {readers.ENCODING.get(c.id[3:], c.id[3:]): c
             for c in load_claims("realizability").claims if c.id.startswith("t9.")}
 
 
