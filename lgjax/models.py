@@ -126,7 +126,10 @@ def make_apply(run_cfg: RunConfig, path: str | None = None, forward_only: bool =
     cfg = run_cfg.model
     path = path or head_path(cfg)
     if path == "transformer":
-        return _transformer().make_apply(cfg, *vocab_sizes(run_cfg))
+        # training keeps every row of the last block: the query-row model's gradients sum in
+        # another float order, and the contract matrix's verdicts were measured with every row
+        return _transformer().make_apply(cfg, *vocab_sizes(run_cfg),
+                                         query_row=forward_only and cfg.query == "last")
     if path == "general":
         return jax.vmap(lambda p, t, n: general_apply(p, t, n, cfg), in_axes=(None, 0, 0))
     kind = path.split(":", 1)[1]

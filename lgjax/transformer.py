@@ -2,7 +2,10 @@
 any registered encoding, MLP of width 4d with GELU. Written for one sequence, like the head.
 
 `apply(params, tokens [L], length) -> (logits [L, m_out], attention [layers, H, L, L])`; the
-params are the plain nested dict linen returns, so a seed axis stacks on every leaf.
+params are the plain nested dict linen returns, so a seed axis stacks on every leaf. A model that
+reads only the query row n = length-1 (query="last") may be built with `query_row`:
+its last block, whose other rows nothing reads, computes that row alone past its keys and
+values, and it returns (logits [m_out], attention [layers, H, L] at that row).
 Initialisation is Flax's default (LeCun-normal kernels, N(0, 1) token embedding to match the
 head); the encoding's own params live under "encoding" and are shared by every layer, or, for an
 encoding marked `per_layer` (FIRE), under "block<i>/encoding", one copy per block.
@@ -21,9 +24,11 @@ from lgjax.encodings import ENCODINGS, d_head
 
 class Block(nn.Module):
     cfg: ModelConfig
+    query_row: bool = False  # past the keys and values, compute the row n = length-1 alone
 
     @nn.compact
     def __call__(self, x_LxD, length, enc_params, pos_L=None):
+        """(states [Q, d], attention [H, Q, L]): Q = L rows, or the query row alone."""
         cfg, enc = self.cfg, ENCODINGS[self.cfg.encoding]
         if enc.per_layer:
             enc_params = self.param("encoding", lambda key: enc.init(key, cfg))
@@ -34,17 +39,20 @@ class Block(nn.Module):
         self.sow("intermediates", "keys", k)  # keys before rotation, for carrier fractions
         pos = jnp.arange(x_LxD.shape[0]) if pos_L is None else pos_L
         q, k = enc.rotate_pair(q, k, pos, length, cfg)
-        o_LxHxD, att_HxLxL = causal_attention(q, k, v, length, enc_params, cfg, pos_L, h)
-        x_LxD = x_LxD + nn.DenseGeneral(cfg.d, axis=(-2, -1), use_bias=False, name="out")(o_LxHxD)
-        h = nn.LayerNorm()(x_LxD)
+        row = length - 1 if self.query_row else None
+        o_QxHxD, att_HxQxL = causal_attention(q, k, v, length, enc_params, cfg, pos_L, h, row)
+        x_QxD = x_LxD if row is None else jax.lax.dynamic_slice_in_dim(x_LxD, row, 1)
+        x_QxD = x_QxD + nn.DenseGeneral(cfg.d, axis=(-2, -1), use_bias=False, name="out")(o_QxHxD)
+        h = nn.LayerNorm()(x_QxD)
         h = nn.Dense(cfg.d, name="mlp_out")(nn.gelu(nn.Dense(4 * cfg.d, name="mlp_in")(h)))
-        return x_LxD + h, att_HxLxL
+        return x_QxD + h, att_HxQxL
 
 
 class Transformer(nn.Module):
     cfg: ModelConfig
     m_in: int
     m_out: int
+    query_row: bool = False  # read the query row n = length-1 alone (see the module's doc)
 
     @nn.compact
     def __call__(self, tokens_L, length, pos_L=None):
@@ -57,9 +65,12 @@ class Transformer(nn.Module):
         x_LxD = x_LxD + enc.embed(enc_params, pos, length, cfg)
         atts = []
         for i in range(cfg.layers):
-            x_LxD, att = Block(cfg, name=f"block{i}")(x_LxD, length, enc_params, pos_L)
+            last_row = self.query_row and i == cfg.layers - 1
+            x_LxD, att = Block(cfg, last_row, name=f"block{i}")(x_LxD, length, enc_params, pos_L)
             atts.append(att)
         logits = nn.Dense(self.m_out, use_bias=False, name="readout")(nn.LayerNorm()(x_LxD))
+        if self.query_row:  # the last block's one row; the others' attention at that row
+            return logits[0], jnp.stack([a[:, length - 1] for a in atts[:-1]] + [atts[-1][:, 0]])
         return logits, jnp.stack(atts)
 
 
@@ -76,26 +87,30 @@ def init_params(key, cfg: ModelConfig, m_in: int, m_out: int) -> dict:
     return model.init(key, jnp.zeros((8,), jnp.int32), jnp.int32(8))["params"]
 
 
-def make_apply(cfg: ModelConfig, m_in: int, m_out: int):
-    """Batched; query="last" reads the logits at the query n = length-1 (attention stays full)."""
-    model = Transformer(cfg, m_in, m_out)
-
-    def one(p, t, n):
-        logits, att = model.apply({"params": p}, t, n)
-        return (logits[n - 1] if cfg.query == "last" else logits), att
-
-    return jax.vmap(one, in_axes=(None, 0, 0))
+def make_apply(cfg: ModelConfig, m_in: int, m_out: int, query_row: bool = False):
+    """Batched: (logits [B, L, m_out], attention [B, layers, H, L, L]); query="last": the
+    logits [B, m_out] at n = length-1. `query_row` (query="last" only): the last block computed
+    at that row alone, and every head's attention there [B, layers x H, L] (layer-major)."""
+    return jax.vmap(_one_sequence(cfg, m_in, m_out, query_row), in_axes=(None, 0, 0))
 
 
-def make_apply_at(cfg: ModelConfig, m_in: int, m_out: int):
-    """Batched, with every sequence's positions [B, L] (randomized positions in training)."""
-    model = Transformer(cfg, m_in, m_out)
+def make_apply_at(cfg: ModelConfig, m_in: int, m_out: int, query_row: bool = False):
+    """`make_apply` with every sequence's positions [B, L] (randomized positions in training)."""
+    return jax.vmap(_one_sequence(cfg, m_in, m_out, query_row), in_axes=(None, 0, 0, 0))
 
-    def one(p, t, n, pos):
+
+def _one_sequence(cfg: ModelConfig, m_in: int, m_out: int, query_row: bool):
+    if query_row and cfg.query != "last":
+        raise ValueError("query_row computes the query row alone: only for query='last'")
+    model = Transformer(cfg, m_in, m_out, query_row=query_row)
+
+    def one(p, t, n, pos=None):
         logits, att = model.apply({"params": p}, t, n, pos)
+        if query_row:
+            return logits, att.reshape(-1, att.shape[-1])
         return (logits[n - 1] if cfg.query == "last" else logits), att
 
-    return jax.vmap(one, in_axes=(None, 0, 0, 0))
+    return one
 
 
 def apply_with_keys(cfg: ModelConfig, m_in: int, m_out: int):

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lgjax import models, tasks, train
+from lgjax import models, tasks, train, transformer
 from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.validation import validate
 
@@ -82,3 +82,45 @@ def test_evaluate_reports_attention_per_layer_and_head():
     assert ev.selected_offset.shape == ev.peak_height.shape == (S, 2, layers * heads)
     # each (layer, head) row is a distribution over the L keys of the last query row
     np.testing.assert_allclose(ev.mean_attention[:, 0, :, :8].sum(-1), 1.0, atol=1e-5)
+
+
+@pytest.mark.parametrize("encoding", ["rope", "ape", "t5", "cope"])
+def test_the_query_row_model_equals_the_full_model_at_that_row(encoding):
+    """The query-row model computes the last block at the query row n = length-1 alone: its logits,
+    every layer's attention at that row and the gradients equal the full model's there, for
+    each kind of encoding (rotary, additive, bias, content-aware with params per block), with
+    padded sequences of several lengths and with randomized positions."""
+    import dataclasses
+
+    import lgjax.content  # noqa: F401  (registers the content-aware encodings)
+
+    full_cfg = tiny_transformer(encoding)
+    row_cfg = dataclasses.replace(full_cfg, model=dataclasses.replace(full_cfg.model,
+                                                                      query="last"))
+    p = models.init_params(jax.random.key(0), full_cfg)
+    b = tasks.sample_batch(full_cfg.task, jax.random.key(1), 6, 6, 10, 10)
+    pos = jnp.sort(jax.vmap(lambda k: jax.random.permutation(k, 16)[:10])(
+        jax.random.split(jax.random.key(2), 6)), axis=-1)
+    B, n = jnp.arange(6), b.length - 1
+    assert len(set(np.asarray(b.length).tolist())) > 1  # padded rows past some queries
+    read = lambda out: jnp.sum(jnp.sin(out))  # any function of the query row's logits
+
+    def same_at_the_row(full, row, *extra):
+        logits_BxLxM, att_BxNxHxLxL = jax.jit(full)(p, b.tokens, b.length, *extra)
+        logits_BxM, att_BxAxL = jax.jit(row)(p, b.tokens, b.length, *extra)
+        np.testing.assert_allclose(logits_BxM, logits_BxLxM[B, n], atol=2e-6)
+        np.testing.assert_allclose(att_BxAxL, att_BxNxHxLxL[B, :, :, n].reshape(6, 4, 10),
+                                   atol=1e-6)
+        g_full = jax.grad(lambda q: read(full(q, b.tokens, b.length, *extra)[0][B, n]))(p)
+        g_row = jax.grad(lambda q: read(row(q, b.tokens, b.length, *extra)[0]))(p)
+        chex.assert_trees_all_close(g_row, g_full, atol=2e-6)
+
+    m = (row_cfg.model, *models.vocab_sizes(row_cfg))
+    same_at_the_row(models.make_apply(full_cfg), transformer.make_apply(*m, query_row=True))
+    same_at_the_row(models.make_apply_at(full_cfg), transformer.make_apply_at(*m, query_row=True),
+                    pos)
+    # evaluation takes the query-row model; training every row (make_apply's doc says why)
+    assert jax.eval_shape(models.make_apply(row_cfg, forward_only=True), p, b.tokens,
+                          b.length)[1].shape == (6, 4, 10)
+    assert jax.eval_shape(models.make_apply(row_cfg), p, b.tokens,
+                          b.length)[1].shape == (6, 2, 2, 10, 10)

@@ -23,10 +23,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from lgjax import transformer
+from lgjax.attention import attention_logits
 from lgjax.checkpoints.integrity import write_atomic
 from lgjax.config import ModelConfig, TaskConfig
 from lgjax.devices import is_leader
-from lgjax.encodings import ENCODINGS, content_view, logit_scale
+from lgjax.encodings import ENCODINGS
 from lgjax.harness.outputs import jsonable
 from lgjax.harness.study import Trained
 from lgjax.keys import EVAL, seed_keys, stream
@@ -50,15 +51,16 @@ LAB = {"ape": "learned", "sinusoidal": "sinusoidal", "relclip": "relative", "rop
 
 def query_readout(cfg: ModelConfig, m_in: int, m_out: int):
     """One sequence -> (logits [m_out], attention [A, L], attention logits [A, L]) of the query
-    row n = length-1, A = layers x heads (layer-major). The logits are recomputed from the
-    captured q/k projections exactly as `lgjax.attention.causal_attention` forms them."""
-    model = transformer.Transformer(cfg, m_in, m_out)
+    row n = length-1, A = layers x heads (layer-major). The model computes its last block at
+    that row alone; the logits are recomputed from the captured q/k projections by
+    `lgjax.attention.attention_logits`, as the block forms them."""
+    model = transformer.Transformer(cfg, m_in, m_out, query_row=True)
     enc = ENCODINGS[cfg.encoding]
 
     def one(params, tokens_L, length):
         # LayerNorm_0 of a block: the states its q, k, v are projected from, which a
         # content-aware encoding's logits read
-        (logits_LxM, att), state = model.apply(
+        (logits_M, att_NxHxL), state = model.apply(
             {"params": params}, tokens_L, length, mutable=["intermediates"],
             capture_intermediates=lambda mdl, _: mdl.name in ("query", "key", "LayerNorm_0"))
         n, pos = length - 1, jnp.arange(tokens_L.shape[0])
@@ -69,18 +71,10 @@ def query_readout(cfg: ModelConfig, m_in: int, m_out: int):
             # the length, FIRE's bias has params per block
             q, k = enc.rotate_pair(inter["query"]["__call__"][0], inter["key"]["__call__"][0],
                                    pos, length, cfg)
-            enc_params = transformer.encoding_params(params, cfg, i)
-            bias_LxH = jnp.broadcast_to(enc.logit_bias(enc_params, n, pos, cfg),
-                                        (pos.shape[0], cfg.heads))
-            if enc.content is None:
-                row_HxL = jnp.einsum("hd,khd->hk", q[n], k) * logit_scale(cfg)
-            else:  # the logits the block made of the view (its query row)
-                h_LxD = inter["LayerNorm_0"]["__call__"][0]
-                view = content_view(q, k, h_LxD, pos, length, cfg)
-                row_HxL = enc.content_logits(enc_params, view, cfg)[:, n, :]
-            rows.append(row_HxL + bias_LxH.T)
+            rows.append(attention_logits(q, k, length, transformer.encoding_params(params, cfg, i),
+                                         cfg, None, inter["LayerNorm_0"]["__call__"][0], n)[:, 0])
         A = cfg.layers * cfg.heads
-        return logits_LxM[n], att[:, :, n, :].reshape(A, -1), jnp.stack(rows).reshape(A, -1)
+        return logits_M, att_NxHxL.reshape(A, -1), jnp.stack(rows).reshape(A, -1)
 
     return one
 
