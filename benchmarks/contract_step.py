@@ -1,10 +1,10 @@
 """A contract cell's training step, four ways in one process: the model computing every row of
-its last block (what training runs) or the query row alone (`transformer.make_apply(...,
-query_row=True)`, what evaluation runs), with the cell's seeds as one vmap (the
-`blocks` strategy: 5 seeds are one block) or one after another (`lax.map`). The four runners
-take turns, best chunk of each over the rounds; ratios against (every row, vmap), so they hold
-on a shared machine. Also printed: how far the four are apart after the timed steps from the
-same start (float summation order only; the model is the same function).
+its last block (as it did before) or the query row alone (`transformer.make_apply(...,
+query_row=True)`, what contract-train runs), with the cell's seeds as one vmap (the `blocks`
+strategy: 5 seeds are one block) or one after another (`lax.map`, contract-train's). The four
+runners take turns, best chunk of each over the rounds; ratios against (every row, vmap), so
+they hold on a shared machine. Also printed: how far the four are apart after the timed steps
+from the same start (float summation order only; the model is the same function).
 
     python benchmarks/contract_step.py [--cells absolute_anchor/rope,ordered_update/ape]
                                        [--steps 20] [--rounds 3] [--out results/contract-step.json]
@@ -36,10 +36,10 @@ VARIANTS = (("every row", "blocks"), ("every row", "map"), ("query row", "blocks
 
 def runners(task: str, scheme: str):
     rc = contract.run_config(contract.Config(), task, scheme)
-    out, every_row = {}, transformer.make_apply
+    out, make_apply = {}, transformer.make_apply
     for model, strategy in VARIANTS:
-        if model == "query row":
-            transformer.make_apply = lambda *a, **k: every_row(*a, **(k | {"query_row": True}))
+        row = model == "query row"
+        transformer.make_apply = lambda *a, row=row, **k: make_apply(*a, **(k | {"query_row": row}))
         try:
             run = train.make_chunk_runner(rc, strategy=strategy)
             states = train.init_states(rc)
@@ -47,7 +47,7 @@ def runners(task: str, scheme: str):
             jax.block_until_ready(run(states, jnp.int32(1)))  # traced here, with this model
             out[model, strategy] = (run, states, time.perf_counter() - t0)
         finally:
-            transformer.make_apply = every_row
+            transformer.make_apply = make_apply
     return rc, out
 
 

@@ -126,10 +126,9 @@ def make_apply(run_cfg: RunConfig, path: str | None = None, forward_only: bool =
     cfg = run_cfg.model
     path = path or head_path(cfg)
     if path == "transformer":
-        # training keeps every row of the last block: the query-row model's gradients sum in
-        # another float order, and the contract matrix's verdicts were measured with every row
+        # query="last" reads one row: the last block computes that row alone, in training too
         return _transformer().make_apply(cfg, *vocab_sizes(run_cfg),
-                                         query_row=forward_only and cfg.query == "last")
+                                         query_row=cfg.query == "last")
     if path == "general":
         return jax.vmap(lambda p, t, n: general_apply(p, t, n, cfg), in_axes=(None, 0, 0))
     kind = path.split(":", 1)[1]
@@ -143,6 +142,7 @@ def make_apply_at(run_cfg: RunConfig):
     assume the positions 0..L-1."""
     cfg = run_cfg.model
     if cfg.arch == "transformer":
-        return _transformer().make_apply_at(cfg, *vocab_sizes(run_cfg))
+        return _transformer().make_apply_at(cfg, *vocab_sizes(run_cfg),
+                                            query_row=cfg.query == "last")
     return jax.vmap(lambda p, t, n, pos: general_apply(p, t, n, cfg, pos),
                     in_axes=(None, 0, 0, 0))

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lgjax import encodings, keys, models
+from lgjax import encodings, keys, models, train
 from lgjax.config import ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.harness.cli import main
 from lgjax.studies.contract import measure as contract_measure
@@ -299,6 +299,25 @@ def test_runs_one_cell_per_task_and_scheme_differing_only_in_the_encoding():
                                                                  (0, 1, 2, 3, 4))
     ape, alibi = runs["contract/offset_copy/ape"].model, runs["contract/offset_copy/alibi"].model
     assert (ape.enc.oob, ape.enc.train_max, alibi.enc.slopes) == ("clamp", 32, "geometric")
+
+
+def test_a_cells_seed_trains_the_same_beside_any_other_seeds():
+    """A cell's seeds train one after another in its program (`seed_axis` "map"), each through
+    the query-row model: seed 1 computes the same bits beside seeds 0 and 2 as beside 4 and 5
+    (three seeds: one device, as 5 do not split over two), and what it computes alone to float
+    rounding (at these tests' XLA -O0 a one-seed loop compiles apart: last bits)."""
+    cfg = contract_train.Config(d=16, heads=2, run=dataclasses.replace(
+        contract_train.Config().run, steps=4, batch=8, seeds=3))
+    rc = contract_train.run_config(cfg, "offset_copy", "rope")
+    assert rc.train.seed_axis == "map" and rc.model.query == "last"
+    run = {seeds: train.train(dataclasses.replace(
+        rc, train=dataclasses.replace(rc.train, seeds=seeds))).params
+        for seeds in ((0, 1, 2), (1, 4, 5), (1,))}
+    seed = lambda seeds, i: jax.tree.leaves(jax.tree.map(lambda a: np.asarray(a[i]), run[seeds]))
+    for x, y, z in zip(seed((0, 1, 2), 1), seed((1, 4, 5), 0), seed((1,), 0)):
+        np.testing.assert_array_equal(x, y)
+        np.testing.assert_allclose(x, z, rtol=0, atol=1e-6)
+    assert not np.array_equal(seed((0, 1, 2), 1)[0], seed((0, 1, 2), 0)[0])  # trained apart
 
 
 def test_rope_cell_gains_the_evaluation_time_extensions(tmp_path):

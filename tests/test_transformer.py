@@ -119,8 +119,10 @@ def test_the_query_row_model_equals_the_full_model_at_that_row(encoding):
     same_at_the_row(models.make_apply(full_cfg), transformer.make_apply(*m, query_row=True))
     same_at_the_row(models.make_apply_at(full_cfg), transformer.make_apply_at(*m, query_row=True),
                     pos)
-    # evaluation takes the query-row model; training every row (make_apply's doc says why)
-    assert jax.eval_shape(models.make_apply(row_cfg, forward_only=True), p, b.tokens,
-                          b.length)[1].shape == (6, 4, 10)
-    assert jax.eval_shape(models.make_apply(row_cfg), p, b.tokens,
+    # a query="last" model reads its query row alone in training and in evaluation; a
+    # query="all" model every row
+    for apply in (models.make_apply(row_cfg, forward_only=True), models.make_apply(row_cfg),
+                  lambda *a: models.make_apply_at(row_cfg)(*a, pos)):
+        assert jax.eval_shape(apply, p, b.tokens, b.length)[1].shape == (6, 4, 10)
+    assert jax.eval_shape(models.make_apply(full_cfg), p, b.tokens,
                           b.length)[1].shape == (6, 2, 2, 10, 10)

@@ -68,11 +68,12 @@ MEASURE = {
     "contract": {
         "contract-train": (
             "lgjax reproduce contract",
-            "the matrix: 24 cells x 5 seeds x 3000 steps, 305-479 s a cell on a 2-core CPU, "
-            "about 3 h in all"),
+            "the matrix: 24 cells x 5 seeds x 3000 steps, 185-288 s a cell on a 2-core CPU, "
+            "about 1.5 h in all"),
         "contract-report": (
             "lgjax reproduce contract",
-            "the matrix measured after contract-train: 1642 s on a 2-core CPU (2026-12-03)"),
+            "after contract-train, which measures each cell as it finishes (9-20 s a cell); "
+            "the whole matrix from scratch 5807 s on a 2-core CPU (2026-12-06)"),
     },
 }
 

@@ -24,7 +24,7 @@ SETTINGS = {"train32_test96_shift17": (32, 96, 17), "train16_test64_shift5": (16
             "train64_test128_shift33": (64, 128, 33)}
 SCHEMES = ("learned", "sinusoidal", "relative", "rope", "alibi", "nope")
 MATRIX_FLAG = ("lgjax reproduce contract; the matrix is 24 cells x 5 seeds x 3000 steps, "
-               "305-479 s a cell on a 2-core CPU alone, ~3 h in all (contract/train.py)")
+               "185-288 s a cell on a 2-core CPU, ~1.5 h in all (contract/train.py)")
 HINTS = {"contract-report": MATRIX_FLAG, "contract-train": MATRIX_FLAG,
          "contract-lab": "lgjax reproduce contract --only contract-lab; seconds"}
 

@@ -5,10 +5,10 @@ named contract/<task>/<scheme>, all seeds of a cell stacked in it, so the whole 
 across processes (--resume). The model is one small transformer (2 layers, 4 heads, d = 64) whose
 encoding is the only thing a scheme changes; trained on lengths 8..32 with Adam (lr 1e-3, batch 64).
 Published scale (the defaults): 5 seeds, the spec's 3000 steps per cell, 512 evaluation
-sequences per length and seed: about 3 h of a 2-core CPU from scratch (docs/results/
+sequences per length and seed: about 1.5 h of a 2-core CPU from scratch (docs/results/
 performance.md, the measurements behind the defaults). It resumes (--resume) from the last
-checkpoint (every 125 steps); --steps 1500 halves the cost (one verdict differs between the
-two, docs/results/index.md). Each cell is measured as it finishes and its measurement kept in
+checkpoint (every 125 steps); --steps 1500 halves the cost (docs/results/index.md compares the
+two budgets' verdicts). Each cell is measured as it finishes and its measurement kept in
 its run directory (measure.CELL_FILE), so a rerun or a resumed job reads it back.
 Command: lgjax contract-train --ckpt-root /work/runs/contract --out results/contract --resume
 Expect (the predicted matrix, lgjax.studies.contract.verdicts.PREDICTIONS): absolute schemes win
@@ -64,6 +64,7 @@ class Config:
     probe_sequences: int = option(256, ge=1)  # sequences per seed for the loss at every checkpoint
     learnable: float = option(
         0.9, ge=0, le=1)  # a cell is learnable when its in-range accuracy reaches this
+    seed_axis: str = "map"  # a cell's seeds in its program: map (one by one), vmap, blocks, auto
     run: RunOptions = RunOptions(seeds=5, steps=3000, batch=64, eval_sequences=512,
                                  out="results/contract")  # shared options
 
@@ -98,7 +99,7 @@ def run_config(cfg: Config, task: str, scheme: str) -> RunConfig:
     model = ModelConfig(encoding=encoding, enc=options(cfg), arch="transformer",
                         layers=cfg.layers, d=cfg.d, heads=cfg.heads, query="last")
     return study.run_config(cfg, TaskConfig(task, vocab=cfg.vocab), model, lr=cfg.lr, lmin=lmin,
-                             lmax=lmax)
+                             lmax=lmax, seed_axis=cfg.seed_axis)
 
 
 def cell_name(task: str, scheme: str) -> str:
