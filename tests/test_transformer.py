@@ -105,14 +105,20 @@ def test_the_query_row_model_equals_the_full_model_at_that_row(encoding):
     assert len(set(np.asarray(b.length).tolist())) > 1  # padded rows past some queries
     read = lambda out: jnp.sum(jnp.sin(out))  # any function of the query row's logits
 
+    def outputs_and_grads(apply, query_row_of, extra):
+        """One compiled program: the model's outputs and the gradient of `read` at the row."""
+        def f(q):
+            out = apply(q, b.tokens, b.length, *extra)
+            return read(query_row_of(out[0])), out
+        return jax.jit(jax.value_and_grad(f, has_aux=True))(p)
+
     def same_at_the_row(full, row, *extra):
-        logits_BxLxM, att_BxNxHxLxL = jax.jit(full)(p, b.tokens, b.length, *extra)
-        logits_BxM, att_BxAxL = jax.jit(row)(p, b.tokens, b.length, *extra)
+        (_, (logits_BxLxM, att_BxNxHxLxL)), g_full = outputs_and_grads(
+            full, lambda logits: logits[B, n], extra)
+        (_, (logits_BxM, att_BxAxL)), g_row = outputs_and_grads(row, lambda logits: logits, extra)
         np.testing.assert_allclose(logits_BxM, logits_BxLxM[B, n], atol=2e-6)
         np.testing.assert_allclose(att_BxAxL, att_BxNxHxLxL[B, :, :, n].reshape(6, 4, 10),
                                    atol=1e-6)
-        g_full = jax.grad(lambda q: read(full(q, b.tokens, b.length, *extra)[0][B, n]))(p)
-        g_row = jax.grad(lambda q: read(row(q, b.tokens, b.length, *extra)[0]))(p)
         chex.assert_trees_all_close(g_row, g_full, atol=2e-6)
 
     m = (row_cfg.model, *models.vocab_sizes(row_cfg))
