@@ -27,6 +27,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import compare_results  # noqa: E402
 
 
 def command(cells: list[tuple[str, str]], steps: int, work: Path, extra: list[str]) -> list[str]:
@@ -65,18 +68,15 @@ def cell_results(work: Path) -> dict:
     return cells
 
 
-SKIPPED = ("seconds", "matched")  # timings; the matched-loss reading compares a cell with the
-# other schemes of its task in the same results file, which a one-cell process does not hold
-
-
-def differences(a, b, path="") -> list[str]:
-    if isinstance(a, dict) and isinstance(b, dict):
-        out = [] if a.keys() == b.keys() else [f"{path}: keys differ"]
-        return out + [d for k in a.keys() & b.keys() if not any(w in k for w in SKIPPED)
-                      for d in differences(a[k], b[k], f"{path}/{k}")]
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{path}[{i}]")]
-    return [] if a == b else [f"{path}: {a!r} vs {b!r}"]
+def differences(a: dict, b: dict) -> list[str]:
+    """`compare_results.diff` of two variants' cells, timings and paths ignored there, and the
+    matched-loss reading left out: it compares a cell with the other schemes of its task in the
+    same results file, which a one-cell process does not hold."""
+    drop = lambda cells: {c: {k: v for k, v in r.items() if k != "matched"}
+                          for c, r in cells.items()}
+    out: list[str] = []
+    compare_results.diff(drop(a), drop(b), "", out)
+    return out
 
 
 def main() -> None:
