@@ -134,8 +134,12 @@ def leave_job(code: int) -> None:
     has stopped too, then exit at once. A scheduler that takes a step down when one task exits
     non-zero (`srun --kill-on-bad-exit`) would otherwise signal the slower ones while they
     still commit, or while the interpreter shuts down (its handlers gone: killed by SIGTERM,
-    exit 143 instead of EXIT_PREEMPTED); jax.distributed's own shutdown is skipped, as every
-    process leaves here."""
+    exit 143 instead of EXIT_PREEMPTED).
+
+    Once all are there, jax.distributed's shutdown disconnects every process before process 0
+    takes the coordination service down with it: a process still connected when the service
+    goes polls an error from it and aborts (SIGABRT) instead of exiting 75. When one does not
+    come, that shutdown (itself a barrier, 5 minutes by default) is skipped."""
     if os.environ.get("LGJAX_DISTRIBUTED") != "1":
         return
     import jax
@@ -148,6 +152,7 @@ def leave_job(code: int) -> None:
         client = distributed.global_state.client
         if client is not None:
             client.wait_at_barrier("lgjax-stopped", LEAVE_TIMEOUT_MS)
+            jax.distributed.shutdown()
     except Exception:  # noqa: BLE001 -- a process that will not come: leave anyway
         pass
     sys.stdout.flush()

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import chex
 import jax
@@ -30,6 +31,9 @@ TINY = ["multiseed", "--encodings", "rope", "--seeds", "4", "--steps", str(STEPS
         "--eval-sequences", "64", "--no-progress"]
 LAUNCH = ["launch", "--processes", "2", "--devices-per-process", "2", "--"]
 TIMEOUT = 240
+SLOW_EXIT_1 = {"PYTHONPATH": os.pathsep.join(
+    [str(Path(__file__).parent / "data" / "slow_exit"), *filter(None, [os.environ.get(
+        "PYTHONPATH")])])}
 
 
 def cli(*args, env=None):
@@ -104,8 +108,9 @@ def test_two_process_job_killed_resumed_equals_one_process(tmp_path):
         chex.assert_trees_all_close(states, reference[step], atol=1e-6)
 
     # resumed, then stopped: SIGTERM to the launcher reaches every process, which all commit a
-    # checkpoint at one chunk boundary and exit 75, as the launcher does
-    stopped = cli(*LAUNCH, *TINY, *where(tmp_path, "two"), "--resume")
+    # checkpoint at one chunk boundary and exit 75, as the launcher does; process 1 leaves 1 s
+    # after process 0, which hosts the coordination service (it aborted when still connected)
+    stopped = cli(*LAUNCH, *TINY, *where(tmp_path, "two"), "--resume", env=SLOW_EXIT_1)
     next_step = min(s for s in reference if s > max(committed))
     deadline = time.monotonic() + TIMEOUT
     while not (run_dir / str(next_step)).is_dir() and stopped.poll() is None \
