@@ -279,8 +279,9 @@ def finished_result(study: Study, cfg) -> dict | None:
     return doc
 
 
-def run_study(study: Study, cfg) -> dict:
-    """Validate, train, measure, write results.json, print the table, draw the figure.
+def run_study(study: Study, cfg, figure: bool = True) -> dict:
+    """Validate, train, measure, write results.json, print the table, draw the figure (unless
+    `figure` is False: a caller that draws its own, as a profile's card does).
 
     Every check runs first (each run's config, the devices, the output folders), before
     anything trains; runs already finished with the same config are reloaded. Returns the
@@ -319,7 +320,7 @@ def run_study(study: Study, cfg) -> dict:
         result["plugins"] = given
     if not is_leader():  # the other processes of a job computed the same result
         return result
-    write_outputs(result, out_dir(study, cfg), study.table, study.figure, name,
+    write_outputs(result, out_dir(study, cfg), study.table, study.figure if figure else None, name,
                   lambda out: study.write_extra(result, out))
     return result
 

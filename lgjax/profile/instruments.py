@@ -70,8 +70,10 @@ def alpha(name: str, recipe: Recipe, options=None) -> dict:
 
 
 def _quiet_study(module, cfg) -> dict:
-    with contextlib.redirect_stdout(io.StringIO()):  # the card prints the numbers
-        return run_study(module.STUDY, cfg)
+    """The study's results file, without its table (the card prints the numbers) or its figure
+    (the card draws its own)."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        return run_study(module.STUDY, cfg, figure=False)
 
 
 @dataclasses.dataclass(frozen=True)
