@@ -153,7 +153,7 @@ def wait_for_step(proc, run, step, timeout=240):
         time.sleep(0.005)
 
 
-# The longest end-to-end tests, longest first (pytest --durations: 15-130 s each with two
+# The longest end-to-end tests, longest first (pytest --durations=0, the whole suite on two
 # workers), are collected first: pytest-xdist's load scheduling then hands them out at the
 # start, to each worker in turn, instead of leaving a worker on one of them at the end while
 # the other idles
@@ -162,17 +162,26 @@ LONG_FIRST = (
     # in 2 of 7 passes where it followed the multiseed job, in none of 4 where it ran alone
     "test_multihost.py::test_grid_program_over_two_processes",
     "test_reproduce_studies.py::test_reproduce_all_quick_end_to_end",
+    "test_plugins.py::test_a_content_aware_plugin_trains_everywhere",
     "test_plugins.py::test_a_plugin_given_once_trains_everywhere",
-    "test_profile.py::test_profiling_a_canonical_encoding_repeats_its_reference",
-    "test_experiments.py::test_variants",
     "test_reproduce_jobs.py::test_two_jobs_measure_what_one_process_measures",
+    "test_profile.py::test_profiling_a_canonical_encoding_repeats_its_reference",
+    "test_content.py::test_profile_of_a_content_encoding_says_why",
+    "test_odd_paths.py::test_a_profile_with_set_options_trains_resumes",
+    "test_layout.py::test_every_module_imports_on_its_own",
+    "test_profile.py::test_profile_runs_go_under_ckpt_root",
     "test_devices.py::test_sharded_over_four_devices",
-    "test_transformer.py::test_transformer_experiment_end_to_end",
+    "test_preemption.py::test_the_cli_stopped_mid_training_exits_75",
     "test_contract_matrix.py::test_rope_cell_gains_the_evaluation_time_extensions",
-    "test_experiments.py::test_mechanics",
-    "test_experiments.py::test_maxmargin",
-    "test_experiments.py::test_frequency",
+    "test_reproduce_jobs.py::test_a_workers_failure_is_one_line",
+    "test_transformer.py::test_transformer_experiment_end_to_end",
+    "test_experiments.py::test_variants",
     "test_metrics.py::test_open_run_reads_a_live_run_then_the_finished_one",
+    "test_contract_matrix.py::test_a_cells_seed_trains_the_same_beside_any_other_seeds",
+    "test_cli.py::test_multiseed_end_to_end",
+    "test_experiments.py::test_maxmargin",
+    "test_experiments.py::test_mechanics",
+    "test_experiments.py::test_frequency",
     "test_grid.py::test_study_skips_measured_programs_and_resumes_unfinished",
     "test_contract_matrix.py::test_one_cell_trains_measures_and_reports_through_the_cli",
 )
