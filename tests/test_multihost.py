@@ -31,9 +31,8 @@ TINY = ["multiseed", "--encodings", "rope", "--seeds", "4", "--steps", str(STEPS
         "--eval-sequences", "64", "--no-progress"]
 LAUNCH = ["launch", "--processes", "2", "--devices-per-process", "2", "--"]
 TIMEOUT = 240
-SLOW_EXIT_1 = {"PYTHONPATH": os.pathsep.join(
-    [str(Path(__file__).parent / "data" / "slow_exit"), *filter(None, [os.environ.get(
-        "PYTHONPATH")])])}
+SLOW_EXIT_1 = {"PYTHONPATH": os.pathsep.join(filter(None, [
+    str(Path(__file__).parent / "data" / "slow_exit"), os.environ.get("PYTHONPATH")]))}
 
 
 def cli(*args, env=None):
