@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import time
@@ -41,14 +42,14 @@ def program(name: str):
     if name.startswith("grid-"):
         from lgjax.studies.realizability import train as realizability
         g = realizability.program_grid(realizability.Config(), name[5:], "rope")
-        return grid.make_grid_runner(g, "serial"), grid.init_states(g), 50, 20
+        return grid.make_grid_runner(g, "serial"), grid.init_states(g), math.prod(g.shape), 20
     if name == "multiseed":
         rc = reference_config("rope", tuple(range(8)))
-        return train.make_chunk_runner(rc), train.init_states(rc), 8, 500
+        return train.make_chunk_runner(rc), train.init_states(rc), len(rc.train.seeds), 500
     if name == "contract":
         from lgjax.studies.contract import train as contract
         rc = contract.run_config(contract.Config(), "absolute_anchor", "rope")
-        return train.make_chunk_runner(rc), train.init_states(rc), 5, 20
+        return train.make_chunk_runner(rc), train.init_states(rc), len(rc.train.seeds), 20
     raise SystemExit(f"--programs: unknown {name!r}; use grid-1L1H, grid-2L4H, multiseed or "
                      "contract")
 
