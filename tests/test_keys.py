@@ -67,4 +67,3 @@ json.dump(draws(), sys.stdout)
     for name in ours:
         a, b = np.asarray(ours[name]), np.asarray(theirs[name])
         assert a.dtype == b.dtype and np.array_equal(a, b), name
-
