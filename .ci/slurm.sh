@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# A one-node Slurm for the tests: `.ci/slurm.sh start` installs Slurm from Debian's packages
-# when srun is missing, writes a config under a fresh temporary folder, starts slurmctld and
-# slurmd on free ports and waits until the node is idle, then prints the one line to eval
-# (`export SLURM_CONF=...`); `.ci/slurm.sh stop` (SLURM_CONF set) stops those two daemons by
-# their pid files and removes the folder. Any failure is one line on stderr and exit 1, with
-# the daemon's log tail: a scheduler that does not come up must fail CI, not hang it.
+# A one-node Slurm for the tests. `.ci/slurm.sh install` installs Slurm from Debian's packages
+# when srun is missing (.ci/run runs it first, in the background, so the download is off its
+# critical path). `.ci/slurm.sh start` installs it too where it is still missing, writes a config
+# under a fresh temporary folder, starts slurmctld and slurmd on free ports and waits until the
+# node is idle, then prints the one line to eval (`export SLURM_CONF=...`); `.ci/slurm.sh stop`
+# (SLURM_CONF set) stops those two daemons by their pid files and removes the folder. Any
+# failure is one line on stderr and exit 1, with the daemon's log tail: a scheduler that does
+# not come up must fail CI, not hang it.
 # auth/none: no munge daemon to run (this is a single-host scheduler for tests, never a
 # cluster's); proctrack/linuxproc: no cgroup setup needed; task/affinity binds each task to
 # its share of the cores, as a cluster's does (the tests check what lgjax makes of that).
@@ -24,7 +26,7 @@ free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-start() {
+install() {
     if ! command -v srun >/dev/null || ! command -v slurmctld >/dev/null; then
         # the daemons, the client and their plugins; slurm-wlm would add every optional plugin
         local pkgs=(slurmctld slurmd slurm-client)
@@ -35,6 +37,10 @@ start() {
                 "${pkgs[@]}" >/dev/null; }; } ||
             die "apt-get install ${pkgs[*]} failed (root and Debian's package lists needed)"
     fi
+}
+
+start() {
+    install
     local dir cpus node
     dir=$(mktemp -d "${TMPDIR:-/tmp}/lgjax-slurm-XXXXXX")
     chmod 755 "$dir"
@@ -114,7 +120,8 @@ stop() {
 }
 
 case "${1:-}" in
+    install) install ;;
     start) start ;;
     stop) stop ;;
-    *) die "usage: .ci/slurm.sh start|stop" ;;
+    *) die "usage: .ci/slurm.sh install|start|stop" ;;
 esac

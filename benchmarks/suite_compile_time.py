@@ -1,0 +1,99 @@
+"""Where the test suite's time goes: how much of it JAX spends tracing, lowering and compiling.
+
+Runs pytest (by default the suite's first pass as .ci/run runs it) with this file loaded as a
+plugin in every worker. Each worker sums JAX's own duration events (jax.monitoring): tracing a
+function to a jaxpr, lowering the jaxpr to an MLIR module, XLA's backend compilation, and reads
+of the persistent compilation cache, and the time its tests took (setup, call and teardown).
+Printed: the wall, the test time summed over workers, each event's seconds and count and its
+share of that test time, then the programs whose backend compilation took longest in all.
+
+Only the workers' own events are counted: the processes a test starts (the CLI run as a
+command, multi-process jobs) compile too, inside their test's time but outside these sums.
+Lowering, backend compilation and cache reads happen once per top-level program and do not
+overlap; a function jitted inside another is traced inside its caller's tracing, so the tracing
+sum may count some time twice and is printed apart.
+
+    python benchmarks/suite_compile_time.py [PYTEST ARGS...]
+        (default: -n 2 --dist load -m "not jobs and not slurm", the suite's first pass)
+"""
+
+from __future__ import annotations
+
+import collections
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+OUT = "LGJAX_SUITE_COMPILE_DIR"  # where each worker writes its sums (set by the runner)
+EVENTS = {"jaxpr_trace_duration": "tracing to a jaxpr",
+          "jaxpr_to_mlir_module_duration": "lowering to MLIR",
+          "backend_compile_duration": "XLA backend compilation",
+          "cache_retrieval_time_sec": "persistent-cache reads"}
+
+if os.environ.get(OUT):  # imported by pytest as a plugin (-p suite_compile_time)
+    import jax.monitoring
+
+    _seconds: collections.Counter = collections.Counter()
+    _counts: collections.Counter = collections.Counter()
+    _programs: collections.Counter = collections.Counter()
+    _tests = [0.0]
+
+    def _on_duration(event: str, duration: float, fun_name: str | None = None, **_) -> None:
+        name = event.rsplit("/", 1)[-1]
+        if name in EVENTS:
+            _seconds[name] += duration
+            _counts[name] += 1
+            if name == "backend_compile_duration":
+                _programs[str(fun_name)] += duration
+
+    jax.monitoring.register_event_duration_secs_listener(_on_duration)
+
+    def pytest_runtest_logreport(report) -> None:
+        _tests[0] += report.duration
+
+    def pytest_unconfigure(config) -> None:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        Path(os.environ[OUT], f"{worker}.json").write_text(json.dumps(
+            {"seconds": _seconds, "counts": _counts, "programs": _programs,
+             "tests": _tests[0]}))
+
+
+def main(args: list[str]) -> None:
+    args = args or ["-n", "2", "--dist", "load", "-m", "not jobs and not slurm"]
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory() as out:
+        env = {**os.environ, OUT: out,
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parent),
+                                                           os.environ.get("PYTHONPATH")]))}
+        t0 = time.perf_counter()
+        rc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                             "-p", Path(__file__).stem, *args], cwd=root, env=env).returncode
+        wall = time.perf_counter() - t0
+        files = glob.glob(f"{out}/gw*.json") or glob.glob(f"{out}/main.json")
+        sums = [json.loads(Path(f).read_text()) for f in files]
+    seconds, counts, programs = collections.Counter(), collections.Counter(), collections.Counter()
+    for s in sums:
+        seconds.update(s["seconds"])
+        counts.update(s["counts"])
+        programs.update(s["programs"])
+    tests = sum(s["tests"] for s in sums)
+    print(f"\npytest exit {rc}; wall {wall:.1f} s; test time summed over {len(sums)} "
+          f"worker(s): {tests:.1f} s")
+    for name, what in EVENTS.items():
+        print(f"  {what:26s} {seconds[name]:8.1f} s  {counts[name]:6d} events  "
+              f"{100 * seconds[name] / max(tests, 1e-9):5.1f}% of the test time")
+    compiling = sum(seconds[n] for n in EVENTS if n != "jaxpr_trace_duration")
+    print(f"  {'lowering, compiling, reads':26s} {compiling:8.1f} s  "
+          f"{100 * compiling / max(tests, 1e-9):5.1f}% of the test time")
+    print("programs by backend compilation, summed over their compilations:")
+    for name, s in programs.most_common(10):
+        print(f"  {s:8.1f} s  {name}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
