@@ -26,7 +26,7 @@ free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-install() {
+install_slurm() {
     if ! command -v srun >/dev/null || ! command -v slurmctld >/dev/null; then
         # the daemons, the client and their plugins; slurm-wlm would add every optional plugin
         local pkgs=(slurmctld slurmd slurm-client)
@@ -40,7 +40,7 @@ install() {
 }
 
 start() {
-    install
+    install_slurm
     local dir cpus node
     dir=$(mktemp -d "${TMPDIR:-/tmp}/lgjax-slurm-XXXXXX")
     chmod 755 "$dir"
@@ -120,7 +120,7 @@ stop() {
 }
 
 case "${1:-}" in
-    install) install ;;
+    install) install_slurm ;;
     start) start ;;
     stop) stop ;;
     *) die "usage: .ci/slurm.sh install|start|stop" ;;
