@@ -5,7 +5,8 @@ plugin in every worker. Each worker sums JAX's own duration events (jax.monitori
 function to a jaxpr, lowering the jaxpr to an MLIR module, XLA's backend compilation, and reads
 of the persistent compilation cache, and the time its tests took (setup, call and teardown).
 Printed: the wall, the test time summed over workers, each event's seconds and count and its
-share of that test time, then the programs whose backend compilation took longest in all.
+share of that test time, then the programs whose backend compilation took longest in all and
+the tests whose programs took longest to lower and compile (where a cut would pay).
 
 Only the workers' own events are counted: the processes a test starts (the CLI run as a
 command, multi-process jobs) compile too, inside their test's time but outside these sums.
@@ -41,6 +42,7 @@ if os.environ.get(OUT):  # imported by pytest as a plugin (-p suite_compile_time
     _seconds: collections.Counter = collections.Counter()
     _counts: collections.Counter = collections.Counter()
     _programs: collections.Counter = collections.Counter()
+    _by_test: collections.Counter = collections.Counter()
     _tests = [0.0]
 
     def _on_duration(event: str, duration: float, fun_name: str | None = None, **_) -> None:
@@ -50,6 +52,9 @@ if os.environ.get(OUT):  # imported by pytest as a plugin (-p suite_compile_time
             _counts[name] += 1
             if name == "backend_compile_duration":
                 _programs[str(fun_name)] += duration
+            if name != "jaxpr_trace_duration":  # (tracing nests; the others do not)
+                test = os.environ.get("PYTEST_CURRENT_TEST", "(outside a test)")
+                _by_test[test.rsplit(" (", 1)[0]] += duration
 
     jax.monitoring.register_event_duration_secs_listener(_on_duration)
 
@@ -60,7 +65,7 @@ if os.environ.get(OUT):  # imported by pytest as a plugin (-p suite_compile_time
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         Path(os.environ[OUT], f"{worker}.json").write_text(json.dumps(
             {"seconds": _seconds, "counts": _counts, "programs": _programs,
-             "tests": _tests[0]}))
+             "by_test": _by_test, "tests": _tests[0]}))
 
 
 def main(args: list[str]) -> None:
@@ -76,11 +81,13 @@ def main(args: list[str]) -> None:
         wall = time.perf_counter() - t0
         files = glob.glob(f"{out}/gw*.json") or glob.glob(f"{out}/main.json")
         sums = [json.loads(Path(f).read_text()) for f in files]
-    seconds, counts, programs = collections.Counter(), collections.Counter(), collections.Counter()
+    seconds, counts = collections.Counter(), collections.Counter()
+    programs, by_test = collections.Counter(), collections.Counter()
     for s in sums:
         seconds.update(s["seconds"])
         counts.update(s["counts"])
         programs.update(s["programs"])
+        by_test.update(s["by_test"])
     tests = sum(s["tests"] for s in sums)
     print(f"\npytest exit {rc}; wall {wall:.1f} s; test time summed over {len(sums)} "
           f"worker(s): {tests:.1f} s")
@@ -92,6 +99,9 @@ def main(args: list[str]) -> None:
           f"{100 * compiling / max(tests, 1e-9):5.1f}% of the test time")
     print("programs by backend compilation, summed over their compilations:")
     for name, s in programs.most_common(10):
+        print(f"  {s:8.1f} s  {name}")
+    print("tests by lowering, compiling and cache reads of their programs:")
+    for name, s in by_test.most_common(15):
         print(f"  {s:8.1f} s  {name}")
 
 
