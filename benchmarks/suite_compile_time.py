@@ -5,8 +5,10 @@ plugin in every worker. Each worker sums JAX's own duration events (jax.monitori
 function to a jaxpr, lowering the jaxpr to an MLIR module, XLA's backend compilation, and reads
 of the persistent compilation cache, and the time its tests took (setup, call and teardown).
 Printed: the wall, the test time summed over workers, each event's seconds and count and its
-share of that test time, then the programs whose backend compilation took longest in all and
-the tests whose programs took longest to lower and compile (where a cut would pay).
+share of that test time, then the programs whose backend compilation took longest in all, the
+lines of lgjax that built them (the innermost lgjax frame on the stack when XLA compiled them,
+or the tests' own code; how many were compiled and how many read from the persistent cache)
+and the tests whose programs took longest to lower and compile (where a cut would pay).
 
 Only the workers' own events are counted: the processes a test starts (the CLI run as a
 command, multi-process jobs) compile too, inside their test's time but outside these sums.
@@ -28,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 OUT = "LGJAX_SUITE_COMPILE_DIR"  # where each worker writes its sums (set by the runner)
@@ -36,14 +39,33 @@ EVENTS = {"jaxpr_trace_duration": "tracing to a jaxpr",
           "backend_compile_duration": "XLA backend compilation",
           "cache_retrieval_time_sec": "persistent-cache reads"}
 
+CACHE = {"/jax/compilation_cache/cache_misses": "compiled",
+         "/jax/compilation_cache/cache_hits": "read from the cache"}
+
 if os.environ.get(OUT):  # imported by pytest as a plugin (-p suite_compile_time)
     import jax.monitoring
+
+    import lgjax
 
     _seconds: collections.Counter = collections.Counter()
     _counts: collections.Counter = collections.Counter()
     _programs: collections.Counter = collections.Counter()
     _by_test: collections.Counter = collections.Counter()
+    _sites: collections.Counter = collections.Counter()  # "site|what" -> seconds or a count
     _tests = [0.0]
+    _package = Path(lgjax.__file__).parent
+
+    def _site() -> str:
+        """The innermost line of lgjax on the stack (the events fire in the compiling call)."""
+        for frame in reversed(traceback.extract_stack()):
+            path = Path(frame.filename)
+            if path.is_relative_to(_package):
+                return f"lgjax/{path.relative_to(_package)}:{frame.lineno}"
+        return "(the tests' own code)"
+
+    def _on_event(event: str, **_) -> None:
+        if event in CACHE:
+            _sites[f"{_site()}|{CACHE[event]}"] += 1
 
     def _on_duration(event: str, duration: float, fun_name: str | None = None, **_) -> None:
         name = event.rsplit("/", 1)[-1]
@@ -52,11 +74,13 @@ if os.environ.get(OUT):  # imported by pytest as a plugin (-p suite_compile_time
             _counts[name] += 1
             if name == "backend_compile_duration":
                 _programs[str(fun_name)] += duration
+                _sites[f"{_site()}|seconds"] += duration
             if name != "jaxpr_trace_duration":  # (tracing nests; the others do not)
                 test = os.environ.get("PYTEST_CURRENT_TEST", "(outside a test)")
                 _by_test[test.rsplit(" (", 1)[0]] += duration
 
     jax.monitoring.register_event_duration_secs_listener(_on_duration)
+    jax.monitoring.register_event_listener(_on_event)
 
     def pytest_runtest_logreport(report) -> None:
         _tests[0] += report.duration
@@ -65,7 +89,7 @@ if os.environ.get(OUT):  # imported by pytest as a plugin (-p suite_compile_time
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         Path(os.environ[OUT], f"{worker}.json").write_text(json.dumps(
             {"seconds": _seconds, "counts": _counts, "programs": _programs,
-             "by_test": _by_test, "tests": _tests[0]}))
+             "by_test": _by_test, "sites": _sites, "tests": _tests[0]}))
 
 
 def main(args: list[str]) -> None:
@@ -82,12 +106,13 @@ def main(args: list[str]) -> None:
         files = glob.glob(f"{out}/gw*.json") or glob.glob(f"{out}/main.json")
         sums = [json.loads(Path(f).read_text()) for f in files]
     seconds, counts = collections.Counter(), collections.Counter()
-    programs, by_test = collections.Counter(), collections.Counter()
+    programs, by_test, sites = collections.Counter(), collections.Counter(), collections.Counter()
     for s in sums:
         seconds.update(s["seconds"])
         counts.update(s["counts"])
         programs.update(s["programs"])
         by_test.update(s["by_test"])
+        sites.update(s["sites"])
     tests = sum(s["tests"] for s in sums)
     print(f"\npytest exit {rc}; wall {wall:.1f} s; test time summed over {len(sums)} "
           f"worker(s): {tests:.1f} s")
@@ -100,6 +125,13 @@ def main(args: list[str]) -> None:
     print("programs by backend compilation, summed over their compilations:")
     for name, s in programs.most_common(10):
         print(f"  {s:8.1f} s  {name}")
+    print("lines of lgjax that built them, by backend compilation (programs compiled / read "
+          "from the persistent cache):")
+    by_site = collections.Counter({k.rsplit("|", 1)[0]: v for k, v in sites.items()
+                                   if k.endswith("|seconds")})
+    for site, s in by_site.most_common(10):
+        print(f"  {s:8.1f} s  {sites[site + '|compiled']:5d} / "
+              f"{sites[site + '|read from the cache']:5d}  {site}")
     print("tests by lowering, compiling and cache reads of their programs:")
     for name, s in by_test.most_common(15):
         print(f"  {s:8.1f} s  {name}")
