@@ -224,8 +224,16 @@ def make_chunk_runner(cfg: RunConfig, strategy: str | None = None, wrap: Callabl
 def init_states(cfg: RunConfig, repeat: int = 1) -> TrainState:
     """Every seed's initial state, stacked; the whole stack `repeat` times (grid cells)."""
     keys_S = jnp.tile(seed_keys(cfg.train.seeds), (repeat, 1))
+    return _initializer(cfg)(keys_S)
+
+
+@functools.lru_cache(maxsize=16)
+def _initializer(cfg: RunConfig) -> Callable:
+    """One jitted program per config: a process that asks again for a config's initial states
+    (a profile's and prop1's statistics at initialisation after training, a resumed run) reuses
+    it instead of tracing, lowering and reading it from the compilation cache again."""
     init = jax.vmap(lambda k: init_state(k, cfg))
-    return jax.jit(init, compiler_options=compiler_options(cfg.train))(keys_S)
+    return jax.jit(init, compiler_options=compiler_options(cfg.train))
 
 
 def abstract_states(cfg: RunConfig, n: int | None = None):
