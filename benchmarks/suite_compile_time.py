@@ -51,7 +51,7 @@ if os.environ.get(OUT):  # imported by pytest as a plugin (-p suite_compile_time
     _counts: collections.Counter = collections.Counter()
     _programs: collections.Counter = collections.Counter()
     _by_test: collections.Counter = collections.Counter()
-    _sites: collections.Counter = collections.Counter()  # "site|what" -> seconds or a count
+    _sites: dict = collections.defaultdict(collections.Counter)  # line -> seconds and counts
     _tests = [0.0]
     _package = Path(lgjax.__file__).parent
 
@@ -65,7 +65,7 @@ if os.environ.get(OUT):  # imported by pytest as a plugin (-p suite_compile_time
 
     def _on_event(event: str, **_) -> None:
         if event in CACHE:
-            _sites[f"{_site()}|{CACHE[event]}"] += 1
+            _sites[_site()][CACHE[event]] += 1
 
     def _on_duration(event: str, duration: float, fun_name: str | None = None, **_) -> None:
         name = event.rsplit("/", 1)[-1]
@@ -74,7 +74,7 @@ if os.environ.get(OUT):  # imported by pytest as a plugin (-p suite_compile_time
             _counts[name] += 1
             if name == "backend_compile_duration":
                 _programs[str(fun_name)] += duration
-                _sites[f"{_site()}|seconds"] += duration
+                _sites[_site()]["seconds"] += duration
             if name != "jaxpr_trace_duration":  # (tracing nests; the others do not)
                 test = os.environ.get("PYTEST_CURRENT_TEST", "(outside a test)")
                 _by_test[test.rsplit(" (", 1)[0]] += duration
@@ -106,13 +106,15 @@ def main(args: list[str]) -> None:
         files = glob.glob(f"{out}/gw*.json") or glob.glob(f"{out}/main.json")
         sums = [json.loads(Path(f).read_text()) for f in files]
     seconds, counts = collections.Counter(), collections.Counter()
-    programs, by_test, sites = collections.Counter(), collections.Counter(), collections.Counter()
+    programs, by_test = collections.Counter(), collections.Counter()
+    sites = collections.defaultdict(collections.Counter)
     for s in sums:
         seconds.update(s["seconds"])
         counts.update(s["counts"])
         programs.update(s["programs"])
         by_test.update(s["by_test"])
-        sites.update(s["sites"])
+        for site, sums_of_site in s["sites"].items():
+            sites[site].update(sums_of_site)
     tests = sum(s["tests"] for s in sums)
     print(f"\npytest exit {rc}; wall {wall:.1f} s; test time summed over {len(sums)} "
           f"worker(s): {tests:.1f} s")
@@ -127,11 +129,9 @@ def main(args: list[str]) -> None:
         print(f"  {s:8.1f} s  {name}")
     print("lines of lgjax that built them, by backend compilation (programs compiled / read "
           "from the persistent cache):")
-    by_site = collections.Counter({k.rsplit("|", 1)[0]: v for k, v in sites.items()
-                                   if k.endswith("|seconds")})
-    for site, s in by_site.most_common(10):
-        print(f"  {s:8.1f} s  {sites[site + '|compiled']:5d} / "
-              f"{sites[site + '|read from the cache']:5d}  {site}")
+    for site, c in sorted(sites.items(), key=lambda kv: -kv[1]["seconds"])[:10]:
+        print(f"  {c['seconds']:8.1f} s  {c['compiled']:5d} / {c['read from the cache']:5d}  "
+              f"{site}")
     print("tests by lowering, compiling and cache reads of their programs:")
     for name, s in by_test.most_common(15):
         print(f"  {s:8.1f} s  {name}")
