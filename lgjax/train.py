@@ -241,7 +241,7 @@ def abstract_states(cfg: RunConfig, n: int | None = None):
     seed), whole on this process's first device (so a checkpoint saved on N devices, by any
     number of processes, restores on any other count; the runner re-shards)."""
     keys_S = jax.ShapeDtypeStruct((n or len(cfg.train.seeds), 2), jnp.uint32)
-    shapes = jax.eval_shape(jax.vmap(lambda k: init_state(k, cfg)), keys_S)
+    shapes = jax.eval_shape(_initializer(cfg), keys_S)
     device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
     return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=device), shapes)
 
