@@ -3,9 +3,10 @@
 Each case runs the command in a fresh process with a fresh output folder (so every run trains):
 "cold" with an empty compilation cache (a first profile on a new machine), "warm" with the
 cache the cold run filled (a re-profile after changing an encoding's code or options, whose
-programs' shapes stay the same). Printed per case: the command's wall time, the card's seconds
-per instrument, and the realizability program's split into training and measuring (its
-results.json); everything also goes to --out as JSON.
+programs' shapes stay the same). Printed first: whether the venv holds jax's bytecode; then
+per case: the command's wall time, the card's seconds per instrument, and the realizability
+program's split into training and measuring (its results.json); everything also goes to --out
+as JSON.
 
     python benchmarks/profile_loop.py [--encoding alibi] [--recipes quick,default]
                                       [--out results/profile-loop.json]
@@ -23,6 +24,16 @@ import time
 from pathlib import Path
 
 LGJAX = [sys.executable, "-m", "lgjax"]
+
+
+def has_bytecode() -> bool:
+    """Whether this venv holds jax's bytecode: without it (a uv install not given
+    --compile-bytecode, where PYTHONDONTWRITEBYTECODE is set) every run pays seconds compiling
+    jax's modules as it starts (docs/results/performance.md, Bytecode)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("jax")
+    return Path(importlib.util.cache_from_source(spec.origin)).is_file()
 
 
 def run_case(encoding: str, recipe: str, cache: str, work: Path) -> dict:
@@ -48,6 +59,8 @@ def main() -> None:
     ap.add_argument("--recipes", default="quick,default")
     ap.add_argument("--out", default="results/profile-loop.json")
     a = ap.parse_args()
+    bytecode = has_bytecode()
+    print(f"this venv {'holds' if bytecode else 'lacks'} jax's bytecode")
     rows = []
     with tempfile.TemporaryDirectory(prefix="lgjax-profile-loop-") as tmp:
         work = Path(tmp)
@@ -62,7 +75,7 @@ def main() -> None:
                       f"measures {r['realizability_eval_seconds']:.1f} s)", flush=True)
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"encoding": a.encoding, "rows": rows,
+    out.write_text(json.dumps({"encoding": a.encoding, "rows": rows, "bytecode": bytecode,
                                "load_after": os.getloadavg()}, indent=1))
     print(f"wrote {out}")
 
