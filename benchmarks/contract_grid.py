@@ -66,7 +66,8 @@ def ways(scheme: str, tasks: list[str]) -> tuple[dict, int]:
         t0 = time.perf_counter()
         run, states = grid.make_grid_runner(g), grid.init_states(g)
         jax.block_until_ready(run(states, jnp.int32(1)))
-        devices = grid.cell_mesh(g).size if grid.cell_mesh(g) is not None else 1
+        mesh = grid.cell_mesh(g)
+        devices = mesh.size if mesh is not None else 1
         out[f"grid, {layout} layout, {devices} device(s)"] = (
             lambda n, run=run, states=states: [run(states, n)[0]], time.perf_counter() - t0)
     return out, len(rcs) * len(rcs[0].train.seeds)

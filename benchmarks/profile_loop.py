@@ -15,6 +15,7 @@ as JSON.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -30,8 +31,6 @@ def has_bytecode() -> bool:
     """Whether this venv holds jax's bytecode: without it (a uv install not given
     --compile-bytecode, where PYTHONDONTWRITEBYTECODE is set) every run pays seconds compiling
     jax's modules as it starts (docs/results/performance.md, Bytecode)."""
-    import importlib.util
-
     spec = importlib.util.find_spec("jax")
     return Path(importlib.util.cache_from_source(spec.origin)).is_file()
 
