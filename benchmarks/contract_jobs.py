@@ -1,16 +1,18 @@
-"""Two contract cells one after another in one process (as `contract-train` runs a matrix) or
-side by side in two processes (as `reproduce --jobs 2` runs the matrix's cells), in one run.
+"""Two contract cells one after another in one process, side by side in one process (threads,
+each on its own CPU device: `contract-train`'s default, lgjax.harness.side_by_side) and side by
+side in two processes (as `reproduce --jobs 2` runs the matrix's cells), in one run.
 
 A cell's five seeds do not split over a 2-core machine's two CPU devices (5 is odd), so a cell
 trains on one device; this measures whether a second cell beside it uses the rest of the CPU.
-Each variant trains and measures both cells from an empty checkpoint root, the two variants take
-turns over the rounds (the first round fills the compilation cache for both). Printed: wall and
-CPU seconds per variant and round, the ratio (one after another / side by side), and whether
-the two variants' cell measurements agree (the same code and device split: they should, value for
-value; the matched-loss reading, which compares the schemes in one results file, is left out).
+Each variant trains and measures both cells from an empty checkpoint root; the variants take
+turns over the rounds, each round in another order (the first round fills the compilation cache
+for all). Printed: wall and CPU seconds per variant and round, each variant's ratio against one
+after another (best walls), and whether the variants' cell measurements agree (the same code
+and device split: they should, value for value; the matched-loss reading, which compares the
+schemes in one results file, is left out).
 
     python benchmarks/contract_jobs.py [--cells absolute_anchor/rope,absolute_anchor/ape]
-                                       [--steps 1000] [--rounds 2] [--eval-sequences N]
+                                       [--steps 1000] [--rounds 3] [--eval-sequences N]
                                        [--out results/contract-jobs.json]
 """
 
@@ -83,7 +85,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cells", default="absolute_anchor/rope,absolute_anchor/ape")
     ap.add_argument("--steps", type=int, default=1000)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default="results/contract-jobs.json")
     ap.add_argument("--eval-sequences", type=int, help="contract-train's (default: its own)")
     a = ap.parse_args()
@@ -92,26 +94,31 @@ def main() -> None:
     if len(cells) != 2 or len({t for t, _ in cells}) > 1 and len({s for _, s in cells}) > 1:
         sys.exit("--cells: two cells of one task (or one scheme), e.g. absolute_anchor/rope,"
                  "absolute_anchor/ape: one contract-train command trains them both")
-    variants = {"one after another": [cells], "side by side": [[c] for c in cells]}
+    serial = ["--side-by-side", "1"]
+    variants = {"one after another": ([cells], serial), "two threads": ([cells], []),
+                "two processes": ([[c] for c in cells], serial)}
+    names = list(variants)
     rows, results = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.rounds):
-            for name in (variants if r % 2 == 0 else reversed(variants)):
-                work = Path(tmp) / f"{r}-{len(variants[name])}"
-                wall, cpu = run(variants[name], a.steps, work, extra)
+            for name in names[r % 3:] + names[:r % 3]:
+                groups, how = variants[name]
+                work = Path(tmp) / f"{r}-{names.index(name)}"
+                wall, cpu = run(groups, a.steps, work, extra + how)
                 results.setdefault(name, cell_results(work))
                 rows.append({"round": r, "variant": name, "wall_s": wall, "cpu_s": cpu})
                 print(f"round {r} {name:17s}: {wall:7.1f} s wall, {cpu:7.1f} s CPU", flush=True)
-        diffs = differences(*results.values())
+        diffs = {name: differences(results[names[0]], results[name]) for name in names[1:]}
     best = {n: min(x["wall_s"] for x in rows if x["variant"] == n) for n in variants}
-    ratio = best["one after another"] / best["side by side"]
-    print(f"best walls: {best['one after another']:.1f} s one after another, "
-          f"{best['side by side']:.1f} s side by side: {ratio:.2f}x; results "
-          f"{'equal' if not diffs else f'{len(diffs)} differences, e.g. {diffs[:3]}'}")
+    speedup = {n: best[names[0]] / best[n] for n in names[1:]}
+    print(f"best walls: {best[names[0]]:.1f} s one after another; " + "; ".join(
+        f"{best[n]:.1f} s {n}: {speedup[n]:.2f}x, results "
+        f"{'equal' if not diffs[n] else f'{len(diffs[n])} differences, e.g. {diffs[n][:3]}'}"
+        for n in names[1:]))
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"cells": a.cells, "steps": a.steps, "cpus": os.cpu_count(),
-                               "rows": rows, "speedup": ratio, "differences": diffs}, indent=1))
+                               "rows": rows, "speedup": speedup, "differences": diffs}, indent=1))
     print(f"wrote {out}")
 
 

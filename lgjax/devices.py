@@ -9,6 +9,8 @@ the few host-side values everyone needs (losses, evaluation results) are gathere
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import pickle
 
 import jax
@@ -20,6 +22,27 @@ from jax.sharding import PartitionSpec as P
 from lgjax.config import ConfigError
 
 AXIS = "seed"
+
+# The devices this thread's runs may use (`share`), else None: every device of the process
+_SHARE: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("lgjax_devices", default=None)
+
+
+def local_devices() -> list:
+    """This process's devices that the current thread's runs may use: its share while it trains
+    runs beside others (lgjax.harness.side_by_side), else all of them."""
+    return list(_SHARE.get() or jax.local_devices())
+
+
+@contextlib.contextmanager
+def share(devices):
+    """Inside: the thread's meshes and uncommitted arrays use `devices` alone (the first is its
+    default device), so runs in other threads can use the rest. One process only."""
+    token = _SHARE.set(tuple(devices))
+    try:
+        with jax.default_device(devices[0]):
+            yield
+    finally:
+        _SHARE.reset(token)
 
 
 def is_leader() -> bool:
@@ -56,9 +79,9 @@ def seed_mesh(n_seeds: int, devices: int | None = None) -> Mesh | None:
     process by process, so process p runs the p-th contiguous block of seeds.
     """
     procs = jax.process_count()
-    per = _per_process_count(n_seeds, devices, procs, jax.local_device_count())
-    if procs == 1 and per == 1:
-        return None
+    per = _per_process_count(n_seeds, devices, procs, len(local_devices()))
+    if procs == 1:
+        return None if per == 1 else Mesh(np.array(local_devices()[:per]), (AXIS,))
     chosen = [d for p in range(procs)
               for d in [d for d in jax.devices() if d.process_index == p][:per]]
     return Mesh(np.array(chosen), (AXIS,))
@@ -158,7 +181,7 @@ def map_seeds(fn, n_seeds: int) -> list:
 def free_bytes() -> int | None:
     """What one program may allocate: the first device's limit on an accelerator, the host's
     available memory on CPU (None when neither is known)."""
-    stats = jax.local_devices()[0].memory_stats() or {}
+    stats = local_devices()[0].memory_stats() or {}
     if "bytes_limit" in stats:
         return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
     try:

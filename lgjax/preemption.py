@@ -37,8 +37,11 @@ EXIT_PREEMPTED = Preempted.exit_code
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 
 _requested: str | None = None  # the name of the first stop signal received
+_halted: str | None = None  # why this process's other training loops stop (halt)
 _loops = 0  # training loops running (stoppable() contexts entered and not left)
 _defer = False  # outside training: wait for the next loop (install)
+_waiting = 0  # threads' training loops awaited by the main thread (side_by_side)
+_lock = threading.Lock()
 
 
 def requested() -> str | None:
@@ -50,7 +53,7 @@ def _handler(signum, _frame) -> None:
     if _requested is not None:
         return  # already stopping
     _requested = signal.Signals(signum).name
-    if _loops == 0 and not _defer:
+    if _loops == 0 and not _defer and not _waiting:
         # one process with nothing in flight: every checkpoint is committed or never started
         raise Preempted(f"stopped by {_requested} outside training; every finished checkpoint "
                         "is kept; rerun with --resume to continue")
@@ -76,8 +79,30 @@ def install(defer: bool | None = None) -> None:
 
 def reset() -> None:
     """Forget a request (tests that run commands in-process)."""
-    global _requested
-    _requested = None
+    global _requested, _halted
+    _requested = _halted = None
+
+
+def halt(why: str | None) -> None:
+    """Stop this process's training loops as a signal would (at their next chunk boundary,
+    after its checkpoint): runs beside one that failed stop with their work saved. None: the
+    loops that start from now on run again."""
+    global _halted
+    _halted = why
+
+
+@contextlib.contextmanager
+def awaiting():
+    """The main thread waits here for training loops in other threads: a stop signal waits for
+    their boundaries, as it does inside a loop of its own."""
+    global _waiting
+    with _lock:
+        _waiting += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _waiting -= 1
 
 
 @contextlib.contextmanager
@@ -90,11 +115,13 @@ def stoppable():
     if name is not None:
         raise Preempted(f"stopped by {name} before training; every finished checkpoint is kept; "
                         "rerun with --resume to continue")
-    _loops += 1
+    with _lock:
+        _loops += 1
     try:
         yield
     finally:
-        _loops -= 1
+        with _lock:
+            _loops -= 1
     name = agreed()  # (reached only when the loop ended without an exception)
     if name is not None:
         raise Preempted(f"stopped by {name} after training finished; every checkpoint is "
@@ -107,7 +134,7 @@ def agreed() -> str | None:
     import jax
 
     if jax.process_count() == 1:
-        return _requested
+        return _requested or _halted
     import numpy as np
     from jax.experimental import multihost_utils
 

@@ -22,7 +22,7 @@ import optax
 
 from lgjax import models, tasks
 from lgjax.config import RunConfig, TrainConfig
-from lgjax.devices import first_local, place, seed_mesh, shard_seeds, to_host
+from lgjax.devices import first_local, local_devices, place, seed_mesh, shard_seeds, to_host
 from lgjax.errors import TrainingDiverged
 from lgjax.keys import DATA, INIT, seed_keys, stream
 
@@ -238,11 +238,11 @@ def _initializer(cfg: RunConfig) -> Callable:
 
 def abstract_states(cfg: RunConfig, n: int | None = None):
     """Restore target: shapes and dtypes of the stacked state (n states; default one per
-    seed), whole on this process's first device (so a checkpoint saved on N devices, by any
-    number of processes, restores on any other count; the runner re-shards)."""
+    seed), whole on the first device this thread may use (so a checkpoint saved on N devices,
+    by any number of processes, restores on any other count; the runner re-shards)."""
     keys_S = jax.ShapeDtypeStruct((n or len(cfg.train.seeds), 2), jnp.uint32)
     shapes = jax.eval_shape(_initializer(cfg), keys_S)
-    device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+    device = jax.sharding.SingleDeviceSharding(local_devices()[0])
     return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=device), shapes)
 
 

@@ -22,6 +22,7 @@ import logging
 import os
 import shutil
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -197,6 +198,12 @@ class _SaveFailureLogged(logging.Filter):
 logging.getLogger("absl").addFilter(_SaveFailureLogged())
 
 
+# orbax numbers a save with one process-wide counter and reads the number back while the save
+# starts: two saves started at once (runs side by side in threads) would take one number, and
+# one would wait for the other's signals until its timeout
+_SAVES_STARTING = threading.Lock()
+
+
 def _manager(path: Path, keep: int | None = None, read_only: bool = False
              ) -> ocp.CheckpointManager:
     """orbax's manager of one unnamed item, told so up front: left to guess, it settles the
@@ -317,7 +324,9 @@ class RunDir:
             if self._seconds_before is not None:
                 ledger.record(self.path, step, self._seconds_before
                               + time.perf_counter() - self._opened_at)
-        if not self.manager.save(step, args=ocp.args.StandardSave(states)):
+        with _SAVES_STARTING:
+            saved = self.manager.save(step, args=ocp.args.StandardSave(states))
+        if not saved:
             raise CheckpointError(f"orbax declined to save step {step} in {self.path} (newer "
                                   f"steps: {[s for s in self.steps() if s > step]})", step)
         self._pending = step

@@ -29,7 +29,7 @@ from lgjax.checkpoints import driver, ledger, twins
 from lgjax.checkpoints.integrity import write_atomic
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
 from lgjax.devices import check_memory, is_leader, seed_mesh, to_host
-from lgjax.harness import provenance, ranges
+from lgjax.harness import provenance, ranges, side_by_side
 from lgjax.harness.declare import COMMAND_OF
 from lgjax.harness.outputs import check_utf8, check_writable, jsonable
 from lgjax.harness.ranges import option
@@ -50,6 +50,8 @@ class RunOptions:
     resume: bool = False  # continue unfinished runs from their latest checkpoint
     progress: bool = True  # progress bars (on stderr)
     devices: int = option(0, ge=0)  # devices of the seed axis (0: all that divide the seed count)
+    # each run on the devices it would use alone: the same numbers (lgjax.harness.side_by_side)
+    side_by_side: int = option(0, ge=0)  # runs trained at once (0: as many as the devices hold)
     # randomized positional encodings: evaluation keeps positions 0..L-1
     random_positions: int = option(0, ge=0)  # M: train at sorted random positions in [0, M); 0 off
     fast_compile: bool = False  # compile at XLA -O0: ~4x faster to compile, ~3x slower to run
@@ -248,7 +250,7 @@ def train_one(rc: RunConfig | grid.Grid, run_dir: Path, opts: RunOptions, label:
 
 
 # options that change how a command runs, not what it measures
-HOW_IT_RAN = ("resume", "progress")
+HOW_IT_RAN = ("resume", "progress", "side_by_side")
 
 
 def _measured_as(config):
@@ -292,14 +294,25 @@ def run_study(study: Study, cfg, figure: bool = True) -> dict:
     earlier = study.measured_runs(cfg)  # before training adds to them
     t0 = time.perf_counter()
     opts = options(cfg)
-    trained, t_hooks = {}, 0.0
-    for i, (run, rc) in enumerate(runs.items()):
-        trained[run] = train_one(rc, own_or_twin(run, rc, opts), opts,
-                                 f"{run} [{i + 1}/{len(runs)}]")
+    hook_seconds = []  # measuring as runs finish: measure_seconds
+    order = {run: i for i, run in enumerate(runs)}
+
+    def train_and_hook(run: str) -> Trained:
+        rc = runs[run]
+        done = train_one(rc, own_or_twin(run, rc, opts), opts,
+                         f"{run} [{order[run] + 1}/{len(runs)}]")
         t1 = time.perf_counter()
-        study.on_trained(cfg, run, trained[run])
-        t_hooks += time.perf_counter() - t1  # measuring as runs finish: measure_seconds
-    t_train = time.perf_counter() - t0 - t_hooks
+        study.on_trained(cfg, run, done)
+        hook_seconds.append(time.perf_counter() - t1)
+        return done
+
+    n_lanes = side_by_side.lanes(runs, opts.side_by_side, opts.devices)
+    if n_lanes == 1:
+        trained = {run: train_and_hook(run) for run in runs}
+    else:
+        trained = side_by_side.train_all(runs, n_lanes, train_and_hook)
+    # side by side, hooks overlap training: their share of the wall is their time per lane
+    t_train = time.perf_counter() - t0 - sum(hook_seconds) / n_lanes
     name = name_of(study)
     result = {"experiment": name, "config": dataclasses.asdict(cfg),
               "reduced": is_reduced(cfg, study.scale),

@@ -58,6 +58,7 @@ class Config:
     progress: bool = True  # progress bars
     devices: int = option(0, ge=0)  # seed-axis devices (0: all that divide the seeds; --quick: 1)
     jobs: int = option(0, ge=0)  # steps at once (0: one per core at --quick on a CPU, else 1)
+    side_by_side: int = option(0, ge=0)  # a step's runs at once (0: as many as the devices hold)
     # finished runs are reused, and so is a step's results.json that this code wrote for its
     # config from runs that are finished
     resume: bool = False  # continue the runs a stopped reproduction left unfinished
@@ -91,7 +92,8 @@ def experiment_config(name: str, cfg: Config, ckpt_root: Path):
     run = dataclasses.replace(QUICK_RUN if cfg.quick else module.Config().run,
                               **over.pop("run", {}))
     run = dataclasses.replace(run, out=str(Path(cfg.out) / name), ckpt_root=str(ckpt_root),
-                              progress=cfg.progress, devices=run_devices(cfg))
+                              progress=cfg.progress, devices=run_devices(cfg),
+                              side_by_side=cfg.side_by_side)
     return module, dataclasses.replace(module.Config(), run=run, **over)
 
 

@@ -35,7 +35,7 @@ def steps(cfg, root: Path, quick_run) -> list:
     run = dataclasses.replace(dataclasses.replace(quick_run, **QUICK_RUN_CHANGES) if cfg.quick
                               else train_command.Config().run, out=str(matrix),
                               ckpt_root=str(root), progress=cfg.progress,
-                              devices=run_devices(cfg))
+                              devices=run_devices(cfg), side_by_side=cfg.side_by_side)
     over = QUICK["train"] if cfg.quick else {}
     plan.append(Step("contract-train", "", train_command,
                      dataclasses.replace(train_command.Config(), run=run, **over), matrix))

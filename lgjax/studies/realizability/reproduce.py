@@ -68,7 +68,8 @@ def steps(cfg, root: Path, quick_run) -> list:
     def grid(name: str, sub: Path, **over):
         run = quick_run if cfg.quick else train_command.Config().run
         run = dataclasses.replace(run, out=str(sub), ckpt_root=str(root),
-                                  progress=cfg.progress, devices=min(run_devices(cfg), 1))
+                                  progress=cfg.progress, devices=min(run_devices(cfg), 1),
+                                  side_by_side=cfg.side_by_side)
         c = _replace(dataclasses.replace(train_command.Config(), run=run), quick.get("train", {}))
         return dataclasses.replace(c, name=name, **over)  # the step's own settings last
 

@@ -1,0 +1,115 @@
+"""Runs side by side in one process (lgjax.harness.side_by_side), on two CPU devices in a
+subprocess: the same results and checkpoints as one after another, each lane on its own device,
+a twin waits for its twin, and a failure in one lane stops the other at a boundary with its
+checkpoint (what --resume continues from: tests/test_preemption.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import jax
+import numpy as np
+from conftest import xla_flags
+
+from lgjax.runs import open_run
+
+TWO_DEVICES = r"""
+import json, sys, threading, time
+from pathlib import Path
+
+from lgjax import devices, preemption
+from lgjax.checkpoints import driver
+from lgjax.harness import side_by_side, study
+from lgjax.harness.cli import main
+from lgjax.studies.contract import train as contract
+
+root = Path(sys.argv[1])
+ARGS = ["contract-train", "--tasks", "offset_copy", "--schemes", "alibi,rope", "--steps", "6",
+        "--seeds", "1", "--batch", "8", "--eval-sequences", "8", "--probe-sequences", "8",
+        "--train-lengths", "6,10", "--extend", "12", "--shifts", "2", "--d", "8", "--heads", "2",
+        "--layers", "1", "--no-progress"]
+where = lambda name: ["--ckpt-root", str(root / name), "--out", str(root / name / "out")]
+
+runs = contract.runs(contract.Config())
+assert side_by_side.lanes(runs, 0, 0) == 2  # 5 seeds do not split: one device each
+assert side_by_side.lanes(runs, 1, 0) == 1 and side_by_side.lanes(runs, 0, 1) == 1
+
+# each lane trains on its own device
+seen, real_train_one = {}, study.train_one
+def recording(rc, run_dir, opts, label):
+    seen[run_dir.name] = (threading.current_thread().name, devices.local_devices()[0].id)
+    return real_train_one(rc, run_dir, opts, label)
+study.train_one = recording
+assert main(ARGS + where("side")) == 0
+assert len({t for t, _ in seen.values()}) == 2 and len({d for _, d in seen.values()}) == 2, seen
+study.train_one = real_train_one
+assert main(ARGS + where("serial") + ["--side-by-side", "1"]) == 0
+
+# a twin waits for its twin; another run goes beside it
+class Config:
+    def __init__(self, key): self.key = key
+    def to_json(self): return self.key
+log, shares = [], set()
+def work(name):
+    shares.add(devices.local_devices()[0].id)
+    log.append(("start", name)); time.sleep(0.5); log.append(("end", name))
+    return name.upper()
+out = side_by_side.train_all({"a": Config("x"), "b": Config("x"), "c": Config("y")}, 2, work)
+assert list(out.items()) == [("a", "A"), ("b", "B"), ("c", "C")], out
+assert log.index(("start", "b")) > log.index(("end", "a")), log
+assert log.index(("start", "c")) < log.index(("end", "a")), log
+assert shares == {0, 1}, shares
+
+# alibi fails once rope passed step 2; rope stops at that boundary, its checkpoint saved
+passed = threading.Event()
+def failing(rc, run_dir, opts, label):
+    if run_dir.name == "alibi":
+        assert passed.wait(120)
+        raise contract.ConfigError("--boom: a failure in one lane")
+    return real_train_one(rc, run_dir, opts, label)
+real_train_run = driver.train_run
+def watched(cfg, path, resume=False, on_chunk=None, **kw):
+    def tick(step, states, loss_S):
+        on_chunk(step, states, loss_S)
+        if step == 2:
+            passed.set()
+            for _ in range(1200):  # until the failure halts this loop
+                if preemption.agreed(): break
+                time.sleep(0.1)
+    return real_train_run(cfg, path, resume=resume, on_chunk=tick, **kw)
+study.train_one, driver.train_run = failing, watched
+assert main(ARGS + where("failed")) == 2
+study.train_one, driver.train_run = real_train_one, real_train_run
+rope = root / "failed" / "contract" / "offset_copy" / "rope"
+steps = sorted(int(p.name) for p in rope.iterdir() if p.name.isdigit())
+assert steps == [0, 1, 2], steps
+assert not (root / "failed" / "contract" / "offset_copy" / "alibi").exists()
+assert preemption.agreed() is None  # the halt ends with the command
+print("OK")
+"""
+
+
+def _cells(path):
+    """The measured cells, times and run folders left out."""
+    return {t: {s: {k: v for k, v in c.items() if k != "train_seconds"} for s, c in by.items()}
+            for t, by in json.loads((path / "out" / "results.json").read_text())["cells"].items()}
+
+
+def test_runs_side_by_side_train_and_stop_as_one_after_another(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", TWO_DEVICES, str(tmp_path)], env=xla_flags(2),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and "OK" in proc.stdout, proc.stderr[-3000:]
+    failure = [line for line in proc.stderr.splitlines() if "--boom" in line]
+    assert failure == ["lgjax contract-train: configuration error: --boom: a failure in one lane"]
+    assert jax.device_count() == 1
+    assert _cells(tmp_path / "side") == _cells(tmp_path / "serial")
+    for way, scheme, steps in [("side", "alibi", (2, 6)), ("side", "rope", (2, 6)),
+                               ("failed", "rope", (2,))]:  # every leaf, bit for bit
+        a, b = (open_run(tmp_path / w / "contract" / "offset_copy" / scheme)
+                for w in (way, "serial"))
+        for step in steps:
+            jax.tree.map(np.testing.assert_array_equal, a.restore(step), b.restore(step))
+        a.close()
+        b.close()
