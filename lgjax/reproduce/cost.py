@@ -26,9 +26,10 @@ class Cost:
     unrecorded: int  # of them, without a record (their training here counts instead)
 
     def line(self) -> str:
-        text = (f"cost across processes: {self.seconds:.0f} s, of it "
-                f"{self.training_seconds:.0f} s training {self.runs - self.unrecorded} runs as "
-                "their run directories record it")
+        # runs trained side by side each record their own time: the sum may pass the cost
+        text = (f"cost across processes: {self.seconds:.0f} s; training "
+                f"{self.runs - self.unrecorded} runs, as their run directories record it: "
+                f"{self.training_seconds:.0f} s, each run its own time")
         if self.unrecorded:
             text += (f"; {self.unrecorded} more runs have no record (trained before lgjax kept "
                      "one, or resumed from such a checkpoint) and count their time here: a lower "
