@@ -33,6 +33,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 from lgjax import grid, train  # noqa: E402
+from lgjax.bench.command import best_in_turns  # noqa: E402
 from lgjax.studies.contract import train as contract  # noqa: E402
 
 
@@ -66,9 +67,7 @@ def ways(scheme: str, tasks: list[str]) -> tuple[dict, int]:
         t0 = time.perf_counter()
         run, states = grid.make_grid_runner(g), grid.init_states(g)
         jax.block_until_ready(run(states, jnp.int32(1)))
-        mesh = grid.cell_mesh(g)
-        devices = mesh.size if mesh is not None else 1
-        out[f"grid, {layout} layout, {devices} device(s)"] = (
+        out[f"grid, {layout} layout, {grid.cell_devices(g)} device(s)"] = (
             lambda n, run=run, states=states: [run(states, n)[0]], time.perf_counter() - t0)
     return out, len(rcs) * len(rcs[0].train.seeds)
 
@@ -80,13 +79,8 @@ def flat_params(states_list) -> dict:
 
 def measure(scheme: str, tasks: list[str], steps: int, rounds: int) -> dict:
     runs, n_cells = ways(scheme, tasks)
-    best = {k: (float("inf"), float("inf")) for k in runs}
-    for _ in range(rounds):
-        for k, (run, _) in runs.items():
-            w0, c0 = time.perf_counter(), time.process_time()
-            jax.block_until_ready(run(jnp.int32(steps)))
-            w, c = time.perf_counter() - w0, time.process_time() - c0
-            best[k] = (min(best[k][0], w), min(best[k][1], c))
+    best = best_in_turns({k: lambda run=run: jax.block_until_ready(run(jnp.int32(steps)))
+                          for k, (run, _) in runs.items()}, rounds)
     ends = {k: flat_params(jax.device_get(run(jnp.int32(steps)))) for k, (run, _) in runs.items()}
     base = ends["one after another"]
     apart = {k: max(float(jnp.max(jnp.abs(a - b))) for a, b in

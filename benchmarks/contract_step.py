@@ -28,6 +28,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 from lgjax import train, transformer  # noqa: E402
+from lgjax.bench.command import best_in_turns  # noqa: E402
 from lgjax.studies.contract import train as contract  # noqa: E402
 
 VARIANTS = (("every row", "blocks"), ("every row", "map"), ("query row", "blocks"),
@@ -54,13 +55,8 @@ def runners(task: str, scheme: str):
 def measure(task: str, scheme: str, steps: int, rounds: int) -> dict:
     rc, runs = runners(task, scheme)
     S = len(rc.train.seeds)
-    best = {k: (float("inf"), float("inf")) for k in runs}
-    for _ in range(rounds):
-        for k, (run, states, _) in runs.items():
-            w0, c0 = time.perf_counter(), time.process_time()
-            jax.block_until_ready(run(states, jnp.int32(steps)))
-            w, c = time.perf_counter() - w0, time.process_time() - c0
-            best[k] = (min(best[k][0], w), min(best[k][1], c))
+    best = best_in_turns({k: lambda run=run, states=states: jax.block_until_ready(
+        run(states, jnp.int32(steps))) for k, (run, states, _) in runs.items()}, rounds)
     ends = {k: run(states, jnp.int32(steps))[0].params for k, (run, states, _) in runs.items()}
     base = ends["every row", "blocks"]
     apart = {k: max(float(jnp.max(jnp.abs(a - b))) for a, b in

@@ -101,9 +101,14 @@ def cell_mesh(grid: Grid, devices: int | None = None):
     return seed_mesh(math.prod(grid.shape), devices)
 
 
-def check_mesh(grid: Grid, devices: int | None) -> None:
+def cell_devices(grid: Grid, devices: int | None = None) -> int:
+    """How many devices the grid's cells split over (`cell_mesh`'s size; 1 without a mesh)."""
     mesh = cell_mesh(grid, devices)
-    block = math.prod(grid.shape) // (mesh.size if mesh is not None else 1)
+    return mesh.size if mesh is not None else 1
+
+
+def check_mesh(grid: Grid, devices: int | None) -> None:
+    block = math.prod(grid.shape) // cell_devices(grid, devices)
     if grid.layout == "tasks" and block % grid.shape[1]:
         raise ConfigError(f"--layout: tasks runs whole tasks on a device, but the "
                           f"{math.prod(grid.shape)} cells split into blocks of {block}, not a "

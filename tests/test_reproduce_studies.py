@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from lgjax.harness.cli import main
+from lgjax.harness.declare import run_devices
 from lgjax.harness.study import RunOptions
 from lgjax.reproduce import claims as C
 from lgjax.reproduce import command as reproduce
@@ -385,7 +386,7 @@ def test_quick_runs_on_one_device_unless_told(tmp_path, quick, devices, want):
     """--quick's compile-bound runs stay on one device by default; every plan takes it."""
     cfg = reproduce.Config(study="implicit-bias", quick=quick, devices=devices,
                            out=str(tmp_path / "out"), ckpt_root=str(tmp_path / "ck"))
-    assert reproduce.run_devices(cfg) == want
+    assert run_devices(cfg) == want
     _, exp = reproduce.experiment_config("multiseed", cfg, tmp_path / "ck")
     assert exp.run.devices == want
     for study, plan in (("contract", contract_plan), ("realizability", realizability_plan)):

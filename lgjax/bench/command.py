@@ -14,6 +14,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -162,6 +163,20 @@ def best_chunk(runner, states, steps: int, repeats: int) -> tuple[float, float]:
         jax.block_until_ready(runner(states, jnp.int32(steps)))
         wall, cpu = min(wall, time.perf_counter() - w0), min(cpu, time.process_time() - c0)
     return wall, cpu
+
+
+def best_in_turns(calls: dict, rounds: int) -> dict[Any, tuple[float, float]]:
+    """{key: least (wall, process CPU) seconds} of `calls` ({key: a call that returns when its
+    work is done}) over `rounds`, the calls taking turns within each round, so a drift in the
+    machine's speed falls on every one alike."""
+    best = {k: (float("inf"), float("inf")) for k in calls}
+    for _ in range(rounds):
+        for k, call in calls.items():
+            w0, c0 = time.perf_counter(), time.process_time()
+            call()
+            w, c = time.perf_counter() - w0, time.process_time() - c0
+            best[k] = (min(best[k][0], w), min(best[k][1], c))
+    return best
 
 
 def time_grid_program(g, layout: str, steps: int, repeats: int) -> tuple[float, float]:

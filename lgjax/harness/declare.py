@@ -65,3 +65,10 @@ def run_devices(cfg) -> int:
     program split over devices compiles slower than it then runs faster
     (docs/results/performance.md)."""
     return cfg.devices or (1 if cfg.quick else 0)
+
+
+def how_steps_run(cfg) -> dict:
+    """The run options that `lgjax reproduce` (cfg: its Config) gives every step's runs: how
+    they run, not what they measure."""
+    return {"progress": cfg.progress, "devices": run_devices(cfg),
+            "side_by_side": cfg.side_by_side}

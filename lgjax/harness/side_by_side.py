@@ -29,7 +29,9 @@ from lgjax.devices import seed_mesh, share
 
 def devices_used(rc) -> int:
     """The devices a run (a grid program) uses alone in this process, left to choose."""
-    mesh = grid.cell_mesh(rc) if isinstance(rc, grid.Grid) else seed_mesh(len(rc.train.seeds))
+    if isinstance(rc, grid.Grid):
+        return grid.cell_devices(rc)
+    mesh = seed_mesh(len(rc.train.seeds))
     return mesh.size if mesh is not None else 1
 
 
@@ -47,14 +49,15 @@ def train_all(runs: dict[str, Any], n_lanes: int, work: Callable[[str], Any]) ->
     """{name: work(name)} for every run, `n_lanes` at a time (the rules above), in runs' order."""
     every = jax.local_devices()
     per = len(every) // n_lanes
+    config_of = {run: rc.to_json() for run, rc in runs.items()}  # twins: equal configs
     pending, running, done, failures = list(runs), set(), {}, []
     turn = threading.Condition()
 
     def next_run() -> str | None:
         with turn:
             while pending and not failures and preemption.requested() is None:
-                busy = {runs[r].to_json() for r in running}
-                free = [r for r in pending if runs[r].to_json() not in busy]
+                busy = {config_of[r] for r in running}
+                free = [r for r in pending if config_of[r] not in busy]
                 if free:
                     pending.remove(free[0])
                     running.add(free[0])

@@ -31,7 +31,7 @@ import jax
 
 from lgjax import runtime
 from lgjax.config import ConfigError
-from lgjax.harness.declare import Step, run_devices
+from lgjax.harness.declare import Step, how_steps_run
 from lgjax.harness.outputs import check_writable, read_result
 from lgjax.harness.ranges import option
 from lgjax.harness.study import RunOptions, preflight
@@ -92,8 +92,7 @@ def experiment_config(name: str, cfg: Config, ckpt_root: Path):
     run = dataclasses.replace(QUICK_RUN if cfg.quick else module.Config().run,
                               **over.pop("run", {}))
     run = dataclasses.replace(run, out=str(Path(cfg.out) / name), ckpt_root=str(ckpt_root),
-                              progress=cfg.progress, devices=run_devices(cfg),
-                              side_by_side=cfg.side_by_side)
+                              **how_steps_run(cfg))
     return module, dataclasses.replace(module.Config(), run=run, **over)
 
 

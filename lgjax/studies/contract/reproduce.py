@@ -23,7 +23,7 @@ QUICK_RUN_CHANGES = {"fast_compile": False}
 
 
 def steps(cfg, root: Path, quick_run) -> list:
-    from lgjax.harness.declare import Step, run_devices
+    from lgjax.harness.declare import Step, how_steps_run
 
     out = Path(cfg.out)
     plan = []
@@ -34,8 +34,7 @@ def steps(cfg, root: Path, quick_run) -> list:
     matrix = out / "contract-train"
     run = dataclasses.replace(dataclasses.replace(quick_run, **QUICK_RUN_CHANGES) if cfg.quick
                               else train_command.Config().run, out=str(matrix),
-                              ckpt_root=str(root), progress=cfg.progress,
-                              devices=run_devices(cfg), side_by_side=cfg.side_by_side)
+                              ckpt_root=str(root), **how_steps_run(cfg))
     over = QUICK["train"] if cfg.quick else {}
     plan.append(Step("contract-train", "", train_command,
                      dataclasses.replace(train_command.Config(), run=run, **over), matrix))

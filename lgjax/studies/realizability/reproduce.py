@@ -60,16 +60,16 @@ def _replace(config, over: dict):
 
 
 def steps(cfg, root: Path, quick_run) -> list:
-    from lgjax.harness.declare import Step, run_devices
+    from lgjax.harness.declare import Step, how_steps_run
 
     out, chosen = Path(cfg.out), tiers(cfg)
     quick = QUICK if cfg.quick else {}
 
     def grid(name: str, sub: Path, **over):
         run = quick_run if cfg.quick else train_command.Config().run
+        how = how_steps_run(cfg)
         run = dataclasses.replace(run, out=str(sub), ckpt_root=str(root),
-                                  progress=cfg.progress, devices=min(run_devices(cfg), 1),
-                                  side_by_side=cfg.side_by_side)
+                                  **how | {"devices": min(how["devices"], 1)})
         c = _replace(dataclasses.replace(train_command.Config(), run=run), quick.get("train", {}))
         return dataclasses.replace(c, name=name, **over)  # the step's own settings last
 
