@@ -166,6 +166,7 @@ LONG_FIRST = (
     "test_plugins.py::test_a_plugin_given_once_trains_everywhere",
     "test_reproduce_jobs.py::test_two_jobs_measure_what_one_process_measures",
     "test_profile.py::test_profiling_a_canonical_encoding_repeats_its_reference",
+    "test_side_by_side.py::test_runs_side_by_side_train_and_stop_as_one_after_another",
     "test_content.py::test_profile_of_a_content_encoding_says_why",
     "test_odd_paths.py::test_a_profile_with_set_options_trains_resumes",
     "test_layout.py::test_every_module_imports_on_its_own",

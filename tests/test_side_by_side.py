@@ -23,17 +23,17 @@ from lgjax import devices, preemption
 from lgjax.checkpoints import driver
 from lgjax.harness import side_by_side, study
 from lgjax.harness.cli import main
+from lgjax.config import ConfigError
 from lgjax.studies.contract import train as contract
 
 root = Path(sys.argv[1])
-ARGS = ["contract-train", "--tasks", "offset_copy", "--schemes", "alibi,rope", "--steps", "6",
-        "--seeds", "1", "--batch", "8", "--eval-sequences", "8", "--probe-sequences", "8",
-        "--train-lengths", "6,10", "--extend", "12", "--shifts", "2", "--d", "8", "--heads", "2",
-        "--layers", "1", "--no-progress"]
+ARGS = ["multiseed", "--encodings", "alibi,rope", "--seeds", "1", "--steps", "6", "--batch",
+        "8", "--d", "8", "--eval-lengths", "12,16", "--eval-sequences", "8", "--no-progress"]
 where = lambda name: ["--ckpt-root", str(root / name), "--out", str(root / name / "out")]
 
+# the contract matrix's cells: 5 seeds do not split over 2 devices, so one device each
 runs = contract.runs(contract.Config())
-assert side_by_side.lanes(runs, 0, 0) == 2  # 5 seeds do not split: one device each
+assert side_by_side.lanes(runs, 0, 0) == 2
 assert side_by_side.lanes(runs, 1, 0) == 1 and side_by_side.lanes(runs, 0, 1) == 1
 
 # each lane trains on its own device
@@ -67,7 +67,7 @@ passed = threading.Event()
 def failing(rc, run_dir, opts, label):
     if run_dir.name == "alibi":
         assert passed.wait(120)
-        raise contract.ConfigError("--boom: a failure in one lane")
+        raise ConfigError("--boom: a failure in one lane")
     return real_train_one(rc, run_dir, opts, label)
 real_train_run = driver.train_run
 def watched(cfg, path, resume=False, on_chunk=None, **kw):
@@ -82,19 +82,21 @@ def watched(cfg, path, resume=False, on_chunk=None, **kw):
 study.train_one, driver.train_run = failing, watched
 assert main(ARGS + where("failed")) == 2
 study.train_one, driver.train_run = real_train_one, real_train_run
-rope = root / "failed" / "contract" / "offset_copy" / "rope"
+rope = root / "failed" / "multiseed-K1" / "rope"
 steps = sorted(int(p.name) for p in rope.iterdir() if p.name.isdigit())
 assert steps == [0, 1, 2], steps
-assert not (root / "failed" / "contract" / "offset_copy" / "alibi").exists()
+assert not (root / "failed" / "multiseed-K1" / "alibi").exists()
 assert preemption.agreed() is None  # the halt ends with the command
 print("OK")
 """
 
 
-def _cells(path):
-    """The measured cells, times and run folders left out."""
-    return {t: {s: {k: v for k, v in c.items() if k != "train_seconds"} for s, c in by.items()}
-            for t, by in json.loads((path / "out" / "results.json").read_text())["cells"].items()}
+def _measured(path):
+    """The results, times, folders and the side-by-side option itself left out."""
+    results = json.loads((path / "out" / "results.json").read_text())
+    for key in ("side_by_side", "out", "ckpt_root"):
+        del results["config"]["run"][key]
+    return {k: v for k, v in results.items() if not k.endswith("seconds") and k != "run_dirs"}
 
 
 def test_runs_side_by_side_train_and_stop_as_one_after_another(tmp_path):
@@ -102,12 +104,12 @@ def test_runs_side_by_side_train_and_stop_as_one_after_another(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and "OK" in proc.stdout, proc.stderr[-3000:]
     failure = [line for line in proc.stderr.splitlines() if "--boom" in line]
-    assert failure == ["lgjax contract-train: configuration error: --boom: a failure in one lane"]
+    assert failure == ["lgjax multiseed: configuration error: --boom: a failure in one lane"]
     assert jax.device_count() == 1
-    assert _cells(tmp_path / "side") == _cells(tmp_path / "serial")
+    assert _measured(tmp_path / "side") == _measured(tmp_path / "serial")
     for way, scheme, steps in [("side", "alibi", (2, 6)), ("side", "rope", (2, 6)),
                                ("failed", "rope", (2,))]:  # every leaf, bit for bit
-        a, b = (open_run(tmp_path / w / "contract" / "offset_copy" / scheme)
+        a, b = (open_run(tmp_path / w / "multiseed-K1" / scheme)
                 for w in (way, "serial"))
         for step in steps:
             jax.tree.map(np.testing.assert_array_equal, a.restore(step), b.restore(step))
