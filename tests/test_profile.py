@@ -314,7 +314,7 @@ def test_profile_runs_go_under_ckpt_root_and_resume_only_continues_an_unfinished
     studies = [out / "multiseed-K1", out / "multiseed-K2", out / "realizability-train"]
     assert all((d / "results.json").is_file() for d in studies)
     assert [p.name for d in studies for p in d.iterdir() if p.suffix in (".png", ".pdf")] == []
-    assert (out / "profile.png").stat().st_size > 0
+    assert (out / "profile.png").stat().st_size > 0 and (out / "profile.pdf").stat().st_size > 0
     # a rerun without --resume reloads the finished runs, never retrains them
     saved = {f: (k2 / f).read_bytes() for f in ("metrics.jsonl", "trained_seconds.json")}
     assert cli.main(argv) == 0, capsys.readouterr().err

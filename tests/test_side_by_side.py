@@ -1,7 +1,8 @@
 """Runs side by side in one process (lgjax.harness.side_by_side), on two CPU devices in a
 subprocess: the same results and checkpoints as one after another, each lane on its own device,
-a twin waits for its twin, and a failure in one lane stops the other at a boundary with its
-checkpoint (what --resume continues from: tests/test_preemption.py)."""
+a twin waits for its twin, a failure in one lane stops the other at a boundary with its
+checkpoint (what --resume continues from: tests/test_preemption.py), and a stop signal stops
+both there, the command exiting 75, and --resume finishes them as one after another."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from conftest import xla_flags
 from lgjax.runs import open_run
 
 TWO_DEVICES = r"""
-import json, sys, threading, time
+import json, os, signal, sys, threading, time
 from pathlib import Path
 
 from lgjax import devices, preemption
@@ -87,14 +88,34 @@ steps = sorted(int(p.name) for p in rope.iterdir() if p.name.isdigit())
 assert steps == [0, 1, 2], steps
 assert not (root / "failed" / "multiseed-K1" / "alibi").exists()
 assert preemption.agreed() is None  # the halt ends with the command
+
+# a stop signal once both lanes passed step 2: each stops at a chunk boundary with its checkpoint
+# there, the command exits 75, and --resume ends as one after another did
+both = threading.Barrier(2, timeout=120)
+def signalled(cfg, path, resume=False, on_chunk=None, **kw):
+    def tick(step, states, loss_S):
+        on_chunk(step, states, loss_S)
+        if step == 2 and both.wait() == 0:  # one of the two sends it
+            os.kill(os.getpid(), signal.SIGTERM)
+    return real_train_run(cfg, path, resume=resume, on_chunk=tick, **kw)
+driver.train_run = signalled
+assert main(ARGS + where("stopped")) == 75
+driver.train_run = real_train_run
+preemption.reset()
+for scheme in ("alibi", "rope"):
+    run = root / "stopped" / "multiseed-K1" / scheme
+    steps = sorted(int(p.name) for p in run.iterdir() if p.name.isdigit())
+    assert 2 <= steps[-1] < 6, (scheme, steps)
+assert not (root / "stopped" / "out" / "results.json").exists()
+assert main(ARGS + where("stopped") + ["--resume"]) == 0
 print("OK")
 """
 
 
 def _measured(path):
-    """The results, times, folders and the side-by-side option itself left out."""
+    """The results: times, folders and how the runs ran (side by side, resumed) left out."""
     results = json.loads((path / "out" / "results.json").read_text())
-    for key in ("side_by_side", "out", "ckpt_root"):
+    for key in ("side_by_side", "resume", "out", "ckpt_root"):
         del results["config"]["run"][key]
     return {k: v for k, v in results.items() if not k.endswith("seconds") and k != "run_dirs"}
 
@@ -107,8 +128,12 @@ def test_runs_side_by_side_train_and_stop_as_one_after_another(tmp_path):
     assert failure == ["lgjax multiseed: configuration error: --boom: a failure in one lane"]
     assert jax.device_count() == 1
     assert _measured(tmp_path / "side") == _measured(tmp_path / "serial")
+    assert sum("lgjax multiseed: stopped by SIGTERM at step " in line
+               for line in proc.stderr.splitlines()) == 1, proc.stderr[-3000:]
+    assert _measured(tmp_path / "stopped") == _measured(tmp_path / "serial")
     for way, scheme, steps in [("side", "alibi", (2, 6)), ("side", "rope", (2, 6)),
-                               ("failed", "rope", (2,))]:  # every leaf, bit for bit
+                               ("failed", "rope", (2,)), ("stopped", "alibi", (6,)),
+                               ("stopped", "rope", (6,))]:  # every leaf, bit for bit
         a, b = (open_run(tmp_path / w / "multiseed-K1" / scheme)
                 for w in (way, "serial"))
         for step in steps:

@@ -292,4 +292,5 @@ def write(card: dict, inst: dict, ref_inst: dict, out: Path) -> list[Path]:
     (out / "profile.md").write_text(markdown(card))
     (out / "profile.html").write_text(to_html(card, out / "profile.png"))
     (out / "profile.json").write_text(json.dumps(card | {"instruments": inst}, indent=1))
-    return [out / f for f in ("profile.md", "profile.html", "profile.json", "profile.png")]
+    return [out / f for f in ("profile.md", "profile.html", "profile.json", "profile.png",
+                              "profile.pdf")]
