@@ -71,16 +71,20 @@ def failing(rc, run_dir, opts, label):
         raise ConfigError("--boom: a failure in one lane")
     return real_train_one(rc, run_dir, opts, label)
 real_train_run = driver.train_run
-def watched(cfg, path, resume=False, on_chunk=None, **kw):
-    def tick(step, states, loss_S):
-        on_chunk(step, states, loss_S)
-        if step == 2:
-            passed.set()
-            for _ in range(1200):  # until the failure halts this loop
-                if preemption.agreed(): break
-                time.sleep(0.1)
-    return real_train_run(cfg, path, resume=resume, on_chunk=tick, **kw)
-study.train_one, driver.train_run = failing, watched
+def calling_at_boundaries(after):  # driver.train_run, with after(step) at each chunk boundary
+    def train_run(cfg, path, resume=False, on_chunk=None, **kw):
+        def tick(step, states, loss_S):
+            on_chunk(step, states, loss_S)
+            after(step)
+        return real_train_run(cfg, path, resume=resume, on_chunk=tick, **kw)
+    return train_run
+def wait_for_the_halt(step):
+    if step == 2:
+        passed.set()
+        for _ in range(1200):  # until the failure halts this loop
+            if preemption.agreed(): break
+            time.sleep(0.1)
+study.train_one, driver.train_run = failing, calling_at_boundaries(wait_for_the_halt)
 assert main(ARGS + where("failed")) == 2
 study.train_one, driver.train_run = real_train_one, real_train_run
 rope = root / "failed" / "multiseed-K1" / "rope"
@@ -92,13 +96,10 @@ assert preemption.agreed() is None  # the halt ends with the command
 # a stop signal once both lanes passed step 2: each stops at a chunk boundary with its checkpoint
 # there, the command exits 75, and --resume ends as one after another did
 both = threading.Barrier(2, timeout=120)
-def signalled(cfg, path, resume=False, on_chunk=None, **kw):
-    def tick(step, states, loss_S):
-        on_chunk(step, states, loss_S)
-        if step == 2 and both.wait() == 0:  # one of the two sends it
-            os.kill(os.getpid(), signal.SIGTERM)
-    return real_train_run(cfg, path, resume=resume, on_chunk=tick, **kw)
-driver.train_run = signalled
+def stop_once_both_passed(step):
+    if step == 2 and both.wait() == 0:  # one of the two sends it
+        os.kill(os.getpid(), signal.SIGTERM)
+driver.train_run = calling_at_boundaries(stop_once_both_passed)
 assert main(ARGS + where("stopped")) == 75
 driver.train_run = real_train_run
 preemption.reset()
