@@ -168,7 +168,6 @@ LONG_FIRST = (
     "test_profile.py::test_profiling_a_canonical_encoding_repeats_its_reference",
     "test_side_by_side.py::test_runs_side_by_side_train_and_stop_as_one_after_another",
     "test_content.py::test_profile_of_a_content_encoding_says_why",
-    "test_odd_paths.py::test_a_profile_with_set_options_trains_resumes",
     "test_layout.py::test_every_module_imports_on_its_own",
     "test_profile.py::test_profile_runs_go_under_ckpt_root",
     "test_devices.py::test_sharded_over_four_devices",

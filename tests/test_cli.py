@@ -11,9 +11,14 @@ TINY = ["multiseed", "--encodings", "rope", "--seeds", "2", "--steps", "12", "--
 
 
 def test_multiseed_end_to_end(tmp_path, capsys):
+    """Also under a --ckpt-root whose name holds glob characters (`[`, `]`, `*`, `?`;
+    tests/test_odd_paths.py): the runs train, resume, open and analyse as under any other."""
+    from lgjax.runs import open_run
+
     args = [a if a != "rope" else "rope,ape" for a in TINY]
-    rc = main([*args, "--ckpt-root", str(tmp_path / "ck"), "--out", str(tmp_path / "out")])
-    assert rc == 0
+    root = tmp_path / "ck[a=1]*?"
+    argv = [*args, "--ckpt-root", str(root), "--out", str(tmp_path / "out")]
+    assert main(argv) == 0, capsys.readouterr().err
     res = json.loads((tmp_path / "out" / "results.json").read_text())
     assert res["reduced"] is True and res["lengths"] == [8, 12] and res["steps"] == 12
     for enc in ("rope", "ape"):
@@ -26,6 +31,13 @@ def test_multiseed_end_to_end(tmp_path, capsys):
         assert (tmp_path / "out" / f).stat().st_size > 0
     out = capsys.readouterr().out
     assert "selected offset" in out and "rope accu" in out
+    assert main([*argv, "--resume"]) == 0, capsys.readouterr().err
+    run_dir = root / "multiseed-K1" / "rope"
+    with open_run(run_dir) as run:
+        assert run.steps()[-1] == 12
+        run.restore()
+    assert main(["dynamics", str(run_dir), "--lengths", "8,12", "--eval-sequences", "32",
+                 "--out", str(tmp_path / "dyn")]) == 0, capsys.readouterr().err
 
 
 def test_config_errors_before_compile(tmp_path, capsys):

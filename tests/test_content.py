@@ -211,20 +211,17 @@ def test_head_path_is_general_and_says_why(name):
 
 
 @pytest.mark.parametrize("name", CONTENT)
-@pytest.mark.parametrize("strategy", ["map", "vmap"])
-def test_seed_batched_equals_seed_alone(name, strategy):
-    """lax.map over seeds: bit for bit; vmap reorders float sums, which Adam's normalised
-    step lifts to ~1e-4 on parameters whose gradient is near 0 (DAPE's MLP biases)."""
+def test_seed_batched_equals_seed_alone(name):
+    """Under vmap, the path a few seeds take (lax.map's bit-for-bit equality does not depend on
+    the encoding: tests/test_train.py). vmap reorders float sums, which Adam's normalised step
+    lifts to ~1e-4 on parameters whose gradient is near 0 (DAPE's MLP biases)."""
     def run(seeds):
         cfg = tiny(name, seeds=seeds, steps=3, heads=2)
-        return train.train(cfg, runner=train.make_chunk_runner(cfg, strategy=strategy)).params
+        return train.train(cfg, runner=train.make_chunk_runner(cfg, strategy="vmap")).params
 
     both, alone = run((0, 1)), run((1,))
     one = jax.tree.map(lambda a: a[1], both), jax.tree.map(lambda a: a[0], alone)
-    if strategy == "map":
-        chex.assert_trees_all_equal(*one)
-    else:
-        chex.assert_trees_all_close(*one, atol=1e-3)
+    chex.assert_trees_all_close(*one, atol=1e-3)
     # and the two seeds trained apart (not one seed's params copied)
     assert float(jnp.abs(both["wq"][0] - both["wq"][1]).max()) > 1e-2
 

@@ -1,4 +1,5 @@
-"""Tiny end-to-end runs of every experiment subcommand through the CLI."""
+"""Tiny end-to-end runs of every experiment subcommand through the CLI (prop1's and linear's:
+tests/test_twins.py, where linear reads prop1's run)."""
 
 import json
 
@@ -17,13 +18,6 @@ def _run(tmp_path, name, *extra):
     assert main([name, *TINY, "--out", str(out), "--ckpt-root", str(tmp_path / "ck"),
                  *extra]) == 0
     return json.loads((out / "results.json").read_text())
-
-
-def test_prop1(tmp_path):
-    res = _run(tmp_path, "prop1", "--Ks", "1,2", "--seeds", "2", "--eval-lengths", "12,16,24")
-    assert res["reduced"] and len(res["K2"]["fits"]) == 2
-    assert 0 < res["K1"]["carrier_key_init"][0] < 1
-    assert (tmp_path / "prop1" / "prop1.png").exists()
 
 
 def test_frequency(tmp_path):
@@ -56,11 +50,6 @@ def test_mechanics(tmp_path, parts, monkeypatch):
     else:
         assert set(res["c"]["0.01"]["fixes"]) == {"interp", "clamp", "rescale"}
         assert "tau-temperature2" in res["d"]
-
-
-def test_linear(tmp_path):
-    res = _run(tmp_path, "linear", "--seeds", "2", "--eval-lengths", "12,16")
-    assert set(res) >= {"softmax", "linear"} and len(res["linear"]["carrier_key"]) == 2
 
 
 def test_variants(tmp_path):

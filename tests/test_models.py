@@ -31,6 +31,8 @@ def test_fast_head_equals_general(encoding, heads, attention):
                  and ENCODINGS[encoding].kind in models.fast.FAST_HEADS)
     assert models.head_path(cfg.model) == ("fast:" + ENCODINGS[encoding].kind if fast_form
                                            else "general")
+    if not fast_form:  # make_apply's default is then the general head itself: nothing to compare
+        return
     p, b = _params(cfg), _batch(cfg)
 
     # both paths and their gradients in one program: one compilation per case instead of the

@@ -295,20 +295,27 @@ def test_a_bad_devices_is_one_line_exit_2_before_any_work(tmp_path, capsys, monk
     assert not out.exists() and not ck.exists()
 
 
-def test_profile_runs_go_under_ckpt_root_and_resume_only_continues_an_unfinished_run(
+def test_profile_runs_go_under_ckpt_root_open_anywhere_and_resume_only_continues_an_unfinished_run(
         tmp_path, monkeypatch, capsys):
+    """With options set (`--set`), which names each run `<encoding>[key=value]`: a folder name
+    holding glob characters (tests/test_odd_paths.py) that trains, resumes, opens and analyses
+    like any other, where the variant is not registered."""
     import shutil
+
+    from lgjax.runs import open_run
 
     tiny = dataclasses.replace(recipes.RECIPES["tiny"], name="quick", rz_tasks=("prev",),
                                ib_eval=32, rz_eval=32, ib_steps=5, rz_steps=5)
     monkeypatch.setitem(recipes.RECIPES, "quick", tiny)
     out, ck = tmp_path / "p", tmp_path / "ck"
-    argv = ["profile", "rope", "--quick", "--out", str(out), "--ckpt-root", str(ck),
-            "--no-progress"]
+    argv = ["profile", "rope", "--quick", "--set", "base=500", "--out", str(out), "--ckpt-root",
+            str(ck), "--no-progress"]
     assert cli.main(argv) == 0, capsys.readouterr().err
     first = json.loads((out / "profile.json").read_text())["instruments"]
-    k1, k2 = ck / "quick" / "multiseed-K1" / "rope", ck / "quick" / "multiseed-K2" / "rope"
-    assert (k1 / "5").is_dir() and (ck / "quick" / "realizability" / "1L1H" / "rope").is_dir()
+    variant = "rope[base=500.0]"
+    k1, k2 = ck / "quick" / "multiseed-K1" / variant, ck / "quick" / "multiseed-K2" / variant
+    program = ck / "quick" / "realizability" / "1L1H" / variant
+    assert (k1 / "5").is_dir() and program.is_dir()
     assert not (out / "checkpoints").exists()
     # each instrument's results file, not its study's figure: the card draws its own
     studies = [out / "multiseed-K1", out / "multiseed-K2", out / "realizability-train"]
@@ -320,6 +327,15 @@ def test_profile_runs_go_under_ckpt_root_and_resume_only_continues_an_unfinished
     assert cli.main(argv) == 0, capsys.readouterr().err
     assert json.loads((out / "profile.json").read_text())["instruments"] == first
     assert {f: (k2 / f).read_bytes() for f in saved} == saved
+    # read where the variant is not registered: config.json says rope, its options beside it
+    with open_run(k1) as run:
+        assert (run.config.model.encoding, run.config.model.enc.base) == ("rope", 500.0)
+        run.restore()
+    assert cli.main(["dynamics", str(k1), "--lengths", "8,12", "--eval-sequences", "32",
+                     "--out", str(tmp_path / "dyn")]) == 0, capsys.readouterr().err
+    with open_run(program) as run:  # the realizability grid program, the same way
+        assert (run.config.model.encoding, run.config.model.enc.base) == ("rope", 500.0)
+        assert int(run.restore().step.reshape(-1)[0]) == tiny.rz_steps
     # an interrupted run: refused without --resume (one line, before anything trains) ...
     shutil.rmtree(k1 / "5")
     real = instruments.measure_all

@@ -34,7 +34,10 @@ def files(tmp_path) -> dict[str, bytes]:
     return {n: (tmp_path / "out" / n / "results.json").read_bytes() for n in ONLY.split(",")}
 
 
-def test_finished_steps_are_reused_under_resume_and_cost_what_they_cost(tmp_path, reproduced):
+def test_resume_reuses_finished_steps_only_from_this_code_config_and_finished_runs(
+        tmp_path, reproduced, monkeypatch):
+    """One reproduction, then in turn: --resume reuses it; another config, a damaged config
+    file, a missing checkpoint or run is not reused; other code measures again."""
     _, first = reproduced()
     before = files(tmp_path)
     printed, again = reproduced("--resume")
@@ -47,19 +50,6 @@ def test_finished_steps_are_reused_under_resume_and_cost_what_they_cost(tmp_path
     assert again["cost"]["training_seconds"] == first["cost"]["training_seconds"] > 0
     assert again["cost"]["training_seconds"] < again["cost"]["seconds"] <= first["cost"]["seconds"]
 
-
-def test_other_code_measures_again(tmp_path, reproduced, monkeypatch):
-    reproduced()
-    monkeypatch.setattr(provenance, "code_digest", lambda: "another tree")
-    printed, _ = reproduced("--resume")
-    assert "not measured again" not in printed.err
-    for name in ONLY.split(","):
-        doc = json.loads((tmp_path / "out" / name / "results.json").read_text())
-        assert doc["code_digest"] == "another tree"
-
-
-def test_a_missing_or_unfinished_run_or_another_config_is_not_reused(tmp_path, reproduced):
-    reproduced()
     cfg = next(s.config for s in reproduce.plan(
         reproduce.Config(quick=True, resume=True, out=str(tmp_path / "out"),
                          ckpt_root=str(tmp_path / "ck"), only=("multiseed",), progress=False),
@@ -75,6 +65,15 @@ def test_a_missing_or_unfinished_run_or_another_config_is_not_reused(tmp_path, r
     assert finished_result(multiseed.STUDY, cfg) is None
     config.write_bytes(text)
     assert finished_result(multiseed.STUDY, cfg) is not None
+
+    monkeypatch.setattr(provenance, "code_digest", lambda: "another tree")
+    printed, _ = reproduced("--resume")
+    assert "not measured again" not in printed.err
+    for name in ONLY.split(","):
+        doc = json.loads((tmp_path / "out" / name / "results.json").read_text())
+        assert doc["code_digest"] == "another tree"
+
+    assert finished_result(multiseed.STUDY, cfg) is not None  # what that code wrote
     shutil.rmtree(f"{run_dir}/3")  # its last checkpoint gone: unfinished
     assert finished_result(multiseed.STUDY, cfg) is None
     shutil.rmtree(run_dir)

@@ -235,7 +235,7 @@ def tiny(monkeypatch):
     monkeypatch.setattr(realizability_plan, "ROPE_SCALES", (0.1,))
     monkeypatch.setattr(contract_plan, "SETTINGS", {"train16_test64_shift5": (16, 64, 5)})
     monkeypatch.setattr(contract_plan, "QUICK", {"train": {
-        "tasks": ("offset_copy",), "schemes": ("rope", "alibi"), "probe_sequences": 8,
+        "tasks": ("offset_copy",), "schemes": ("alibi", "relclip"), "probe_sequences": 8,
         "extend": (40,), "shifts": (4,), "d": 16, "heads": 2, "layers": 1}})
 
 
@@ -251,10 +251,10 @@ def test_reproduce_all_quick_end_to_end(tmp_path, tiny, capsys):
     assert "every study's steps:" in printed.err and "elapsed with 2 jobs" in printed.err
     assert "== contract: contract-train (started)" in printed.err
     # the matrix's two cells as pieces beside each other, then the matrix reads them
-    for cell in ("offset_copy-rope", "offset_copy-alibi"):
+    for cell in ("offset_copy-alibi", "offset_copy-relclip"):
         assert f"== contract: contract-train [{cell}] (started)" in printed.err
         assert (out / "contract" / "contract-train" / "parts" / cell / "results.json").is_file()
-    assert printed.err.index("contract-train [offset_copy-alibi] (") < \
+    assert printed.err.index("contract-train [offset_copy-relclip] (") < \
         printed.err.index("== contract: contract-train (started)")
     assert (out / "contract" / "logs" / "contract-train.out").is_file()  # its lane's logs
     combined = json.loads((out / "report.json").read_text())

@@ -99,6 +99,11 @@ both = threading.Barrier(2, timeout=120)
 def stop_once_both_passed(step):
     if step == 2 and both.wait() == 0:  # one of the two sends it
         os.kill(os.getpid(), signal.SIGTERM)
+    # the handler runs in the main thread, at its next bytecode: the lanes wait until it ran
+    # (in that moment a lane of these tiny runs could reach its last step, and finish)
+    for _ in range(1200):
+        if step != 2 or preemption.requested(): break
+        time.sleep(0.1)
 driver.train_run = calling_at_boundaries(stop_once_both_passed)
 assert main(ARGS + where("stopped")) == 75
 driver.train_run = real_train_run

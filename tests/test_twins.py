@@ -44,11 +44,16 @@ def test_a_grid_program_is_never_read_through_a_twin(tmp_path):
 
 
 def test_a_study_reuses_another_study_s_finished_run_and_measures_the_same(tmp_path, capsys):
-    """linear's softmax run is prop1's K = 2 run (rope, fixed offset 2, same recipe)."""
+    """linear's softmax run is prop1's K = 2 run (rope, fixed offset 2, same recipe). Also the
+    two experiments' end-to-end runs (tests/test_experiments.py has the others)."""
     ck, alone = tmp_path / "ck", tmp_path / "alone"
-    assert main(["prop1", *TINY, "--Ks", "2", "--out", str(tmp_path / "p"),
-                 "--ckpt-root", str(ck)]) == 0
+    assert main(["prop1", *TINY, "--Ks", "1,2", "--eval-lengths", "12,16,24", "--out",
+                 str(tmp_path / "p"), "--ckpt-root", str(ck)]) == 0
     capsys.readouterr()
+    res = json.loads((tmp_path / "p" / "results.json").read_text())
+    assert res["reduced"] and len(res["K2"]["fits"]) == 2
+    assert 0 < res["K1"]["carrier_key_init"][0] < 1
+    assert (tmp_path / "p" / "prop1.png").exists()
     assert main(["linear", *TINY, "--out", str(tmp_path / "l"), "--ckpt-root", str(ck)]) == 0
     assert "linear/softmax: the same config as the finished run" in capsys.readouterr().err
     shared = json.loads((tmp_path / "l" / "results.json").read_text())
@@ -62,6 +67,7 @@ def test_a_study_reuses_another_study_s_finished_run_and_measures_the_same(tmp_p
     assert main(["linear", *TINY, "--out", str(tmp_path / "l2"),
                  "--ckpt-root", str(alone)]) == 0
     own = json.loads((tmp_path / "l2" / "results.json").read_text())
+    assert set(own) >= {"softmax", "linear"} and len(own["linear"]["carrier_key"]) == 2
     assert own["softmax"] == shared["softmax"] and own["linear"] == shared["linear"]
     # the twin gone, the link is dropped and the run trains itself, to the same numbers
     shutil.rmtree(ck / "prop1")
