@@ -1,7 +1,6 @@
 """TrainConfig.fast_compile (XLA -O0 for short runs) and where the quick reproduction uses it."""
 
 import dataclasses
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -59,8 +58,7 @@ for name, args, draw in [("ordered_update", (64, 8, 28, 32, 4), sample_shift_pai
 def test_fast_compile_moves_training_in_the_last_bits_and_no_evaluation_draw():
     """A run at fast_compile against one at XLA's defaults: parameters to float rounding; the
     contract's evaluation batches, whose sampler always compiles at -O0, bit for bit."""
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-    done = subprocess.run([sys.executable, "-c", AT_DEFAULTS.format(root=str(ROOT))], env=env,
+    done = subprocess.run([sys.executable, "-c", AT_DEFAULTS.format(root=str(ROOT))],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.split("\n")

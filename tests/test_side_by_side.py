@@ -78,12 +78,14 @@ def calling_at_boundaries(after):  # driver.train_run, with after(step) at each 
             after(step)
         return real_train_run(cfg, path, resume=resume, on_chunk=tick, **kw)
     return train_run
+def wait_until(done):  # polled for up to 120 s
+    for _ in range(1200):
+        if done(): return
+        time.sleep(0.1)
 def wait_for_the_halt(step):
     if step == 2:
         passed.set()
-        for _ in range(1200):  # until the failure halts this loop
-            if preemption.agreed(): break
-            time.sleep(0.1)
+        wait_until(preemption.agreed)  # until the failure halts this loop
 study.train_one, driver.train_run = failing, calling_at_boundaries(wait_for_the_halt)
 assert main(ARGS + where("failed")) == 2
 study.train_one, driver.train_run = real_train_one, real_train_run
@@ -97,13 +99,13 @@ assert preemption.agreed() is None  # the halt ends with the command
 # there, the command exits 75, and --resume ends as one after another did
 both = threading.Barrier(2, timeout=120)
 def stop_once_both_passed(step):
-    if step == 2 and both.wait() == 0:  # one of the two sends it
+    if step != 2:
+        return
+    if both.wait() == 0:  # one of the two sends it
         os.kill(os.getpid(), signal.SIGTERM)
     # the handler runs in the main thread, at its next bytecode: the lanes wait until it ran
     # (in that moment a lane of these tiny runs could reach its last step, and finish)
-    for _ in range(1200):
-        if step != 2 or preemption.requested(): break
-        time.sleep(0.1)
+    wait_until(preemption.requested)
 driver.train_run = calling_at_boundaries(stop_once_both_passed)
 assert main(ARGS + where("stopped")) == 75
 driver.train_run = real_train_run
