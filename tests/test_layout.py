@@ -148,3 +148,18 @@ def test_a_head_run_imports_no_flax():
             "assert 'flax' not in sys.modules, 'flax was imported'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_no_command_imports_scipy_stats_or_optimize_to_start():
+    """scipy.stats (~0.8 s of import) and scipy.optimize (~0.7 s) serve a few functions
+    (ranks, a Spearman rho, NNLS) that import them on first use; building any command's
+    parser, which every run of it does first, imports neither."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nimport lgjax.harness.cli as cli\n"
+            "for name in cli.commands():\n    cli.parser_for([name])\n"
+            "loaded = [m for m in ('scipy.stats', 'scipy.optimize') if m in sys.modules]\n"
+            "assert not loaded, loaded")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

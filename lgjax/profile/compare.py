@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
+from scipy.special import stdtrit
 
 from lgjax.profile.summary import FOCUS, IB_LONG
 
@@ -55,7 +55,7 @@ def interval(a: list, b: list, level: float = LEVEL) -> dict:
         return {"diff": diff, "lo": None, "hi": None, "df": None, "method": "none",
                 "verdict": "indistinguishable", "tasks": T,
                 "seeds": [len(a[0]), len(b[0])]}
-    half = 0.0 if se2 == 0 else float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(se2)
+    half = 0.0 if se2 == 0 else float(stdtrit(df, 0.5 + level / 2)) * math.sqrt(se2)
     lo, hi = diff - half, diff + half
     verdict = "better" if lo > 0 else "worse" if hi < 0 else "indistinguishable"
     return {"diff": diff, "lo": lo, "hi": hi, "df": df, "method": method, "verdict": verdict,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy.special import stdtrit
 
 from lgjax.studies.contract import readouts as contract_eval
 
@@ -95,7 +95,7 @@ def t_interval(x) -> tuple[float, float, float]:
     m = float(x.mean())
     if len(x) < 2:
         return m, float("nan"), float("nan")
-    half = stats.t.ppf(0.5 + LEVEL / 2, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
+    half = stdtrit(len(x) - 1, 0.5 + LEVEL / 2) * x.std(ddof=1) / np.sqrt(len(x))
     return m, m - half, m + half
 
 
@@ -110,7 +110,7 @@ def diff_interval(a, b, paired: bool = False) -> tuple[float, float, float]:
     if se == 0:
         return d, d, d
     df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-    half = stats.t.ppf(0.5 + LEVEL / 2, df) * se
+    half = stdtrit(df, 0.5 + LEVEL / 2) * se
     return d, d - half, d + half
 
 

@@ -1,5 +1,6 @@
-"""Rank statistics with bootstrap intervals, in numpy: Spearman rho, a thresholded precision,
-the ROC AUC, and percentile bootstrap CIs that resample whole clusters (or single rows).
+"""Rank statistics with bootstrap intervals (numpy, and scipy's ranks): Spearman rho, a
+thresholded precision, the ROC AUC, and percentile bootstrap CIs that resample whole clusters
+(or single rows).
 
 Pure functions of arrays; nothing here knows about encodings or tasks.
 """
@@ -9,9 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from scipy.stats import rankdata as ranks  # 1-based; tied values share the mean of their ranks
 
 BOOTSTRAP_SEED = 0  # the numpy generator of every bootstrap: intervals are reproducible
+
+
+def ranks(x) -> np.ndarray:
+    """1-based ranks; tied values share the mean of their ranks (scipy's rankdata, imported
+    on first use: scipy.stats costs every command that imports this module ~0.8 s)."""
+    from scipy.stats import rankdata
+
+    return rankdata(x)
 
 
 def spearman(x, y) -> float:
