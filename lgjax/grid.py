@@ -42,7 +42,7 @@ from lgjax.config import (
     plugin_modules,
     saved,
 )
-from lgjax.devices import first_local, place, seed_mesh, shard_seeds, to_host
+from lgjax.devices import first_local, local_devices, place, seed_mesh, shard_seeds, to_host
 from lgjax.keys import DATA, seed_keys, stream
 from lgjax.validation import validate
 
@@ -183,7 +183,21 @@ def make_grid_runner(grid: Grid, layout: str | None = None,
     as `layout` says (default: grid.layout), in blocks over the job's devices (`cell_mesh`;
     each device runs its block with the one-cell program, so a cell trains the same on any
     device count). `wrap` decorates the traced function (tests pass
-    chex.assert_max_traces(n=1))."""
+    chex.assert_max_traces(n=1)). One runner per grid, arguments and device share in a
+    process: the runner `precompile` compiled is the one `train_program` calls."""
+    return _grid_runner(grid, layout, wrap, devices, tuple(local_devices()))
+
+
+def precompile(grid: Grid, devices: int | None = None) -> None:
+    """Compile the grid's training program (and its initial states') in this process before
+    `train_program` needs it, by one call of zero steps, so that a caller with other work
+    first can compile it beside that work (a profile: while its other instruments run)."""
+    make_grid_runner(grid, devices=devices)(init_states(grid), jnp.int32(0))
+
+
+@functools.lru_cache(maxsize=8)
+def _grid_runner(grid: Grid, layout: str | None, wrap: Callable, devices: int | None,
+                 share: tuple) -> Callable:
     layout = resolve_layout(layout or grid.layout)
     check_layout(layout)
     mesh = cell_mesh(grid, devices)

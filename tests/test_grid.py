@@ -131,6 +131,29 @@ def test_grid_step_compiles_once():
     assert loss.shape == (g.shape[0] * g.shape[1],) and np.all(np.isfinite(loss))
 
 
+def test_a_grid_compiled_ahead_trains_the_same_without_lowering_its_program_again(tmp_path):
+    """`precompile` (a profile compiles its realizability row beside its other instruments)
+    leaves `train_program` the runner it compiled: the training lowers no program at all
+    (trained alone, it lowers its runner and initial states), and ends bit for bit where a
+    grid not compiled ahead ends."""
+    g = tiny_grid(seeds=(3,))
+    lowered = {"alone": [], "ahead": []}
+    phase = ["alone"]
+    listen = lambda event, seconds, **kw: lowered[phase[0]].append(kw.get("fun_name")) \
+        if event.endswith("jaxpr_to_mlir_module_duration") else None
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        alone = grid.train_program(g, tmp_path / "alone")
+        grid._grid_runner.cache_clear()
+        grid.precompile(g)
+        phase[0] = "ahead"
+        ahead = grid.train_program(g, tmp_path / "ahead")
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert lowered["alone"] and not lowered["ahead"], lowered  # alone: the runner, its init
+    chex.assert_trees_all_equal(ahead, alone)
+
+
 class Killed(Exception):
     pass
 
