@@ -18,6 +18,7 @@ from lgjax import models, tasks, train
 from lgjax.config import RunConfig
 from lgjax.devices import place, seed_mesh, shard_seeds, to_host
 from lgjax.keys import EVAL, seed_keys, stream
+from lgjax.registry import clears_on_change
 
 
 class LengthEval(NamedTuple):
@@ -49,6 +50,7 @@ def eval_one_length(params, key_data, length, cfg: RunConfig, n_seqs: int, Lpad:
                       mean_AxL.max(-1))
 
 
+@clears_on_change
 @functools.lru_cache(maxsize=32)
 def _evaluator(cfg: RunConfig, n_seqs: int, Lpad: int, devices: int | None, new_from: int):
     """One compiled program per (config, sizes): reused for every checkpoint and length."""

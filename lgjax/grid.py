@@ -44,6 +44,7 @@ from lgjax.config import (
 )
 from lgjax.devices import first_local, local_devices, place, seed_mesh, shard_seeds, to_host
 from lgjax.keys import DATA, seed_keys, stream
+from lgjax.registry import clears_on_change
 from lgjax.validation import validate
 
 
@@ -195,6 +196,7 @@ def precompile(grid: Grid, devices: int | None = None) -> None:
     make_grid_runner(grid, devices=devices)(init_states(grid), jnp.int32(0))
 
 
+@clears_on_change
 @functools.lru_cache(maxsize=8)
 def _grid_runner(grid: Grid, layout: str | None, wrap: Callable, devices: int | None,
                  share: tuple) -> Callable:
@@ -280,6 +282,7 @@ def _save_if_needed(run: RunDir, log, step: int, states) -> None:
         run.save(step, states)
 
 
+@clears_on_change
 @functools.lru_cache(maxsize=8)
 def _grid_evaluator(grid: Grid, n_seqs: int, Lpad: int, new_from: int):
     """One compiled program that measures every cell at one length: lax.map over the cells (as

@@ -8,8 +8,26 @@ again before reading the run.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 from lgjax.errors import ConfigError
+
+# the clears of the caches that keep compiled programs by config (lru caches of runners,
+# initializers, evaluators): a config names its encoding and task by name, so a program built
+# with an entry that was replaced or removed must not serve the name again
+_PROGRAM_CACHES: list[Callable[[], None]] = []
+
+
+def clears_on_change(cache):
+    """Decorator: the lru-cached function `cache` is cleared whenever a registered entry is
+    replaced or removed."""
+    _PROGRAM_CACHES.append(cache.cache_clear)
+    return cache
+
+
+def _entries_changed() -> None:
+    for clear in _PROGRAM_CACHES:
+        clear()
 
 
 def caller_module(depth: int) -> str:
@@ -31,6 +49,8 @@ class Registry(dict):
             raise ConfigError(f"{self.kind} {name!r} is already registered (by "
                               f"{self.providers.get(name, '?')}); choose another name or pass "
                               "replace=True to override it")
+        if name in self:
+            _entries_changed()
         dict.__setitem__(self, name, entry)
         self.providers[name] = module or caller_module(1)
         return entry
@@ -40,4 +60,5 @@ class Registry(dict):
 
     def __delitem__(self, name: str):
         dict.__delitem__(self, name)
+        _entries_changed()
         self.providers.pop(name, None)

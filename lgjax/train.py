@@ -25,6 +25,7 @@ from lgjax.config import RunConfig, TrainConfig
 from lgjax.devices import first_local, local_devices, place, seed_mesh, shard_seeds, to_host
 from lgjax.errors import TrainingDiverged
 from lgjax.keys import DATA, INIT, seed_keys, stream
+from lgjax.registry import clears_on_change
 
 
 class TrainState(NamedTuple):
@@ -227,6 +228,7 @@ def init_states(cfg: RunConfig, repeat: int = 1) -> TrainState:
     return _initializer(cfg)(keys_S)
 
 
+@clears_on_change
 @functools.lru_cache(maxsize=16)
 def _initializer(cfg: RunConfig) -> Callable:
     """One jitted program per config: a process that asks again for a config's initial states

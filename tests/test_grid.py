@@ -11,6 +11,7 @@ import pytest
 from lgjax import grid, train
 from lgjax.checkpoints import step_folders
 from lgjax.config import ConfigError, ModelConfig, RunConfig, TaskConfig, TrainConfig
+from lgjax.encodings import ENCODINGS
 
 TASKS = (TaskConfig("prev", vocab=8), TaskConfig.of("skip", vocab=8, offset=2),
          TaskConfig("induction", vocab=8))
@@ -152,6 +153,25 @@ def test_a_grid_compiled_ahead_trains_the_same_without_lowering_its_program_agai
         jax.monitoring.unregister_event_duration_listener(listen)
     assert lowered["alone"] and not lowered["ahead"], lowered  # alone: the runner, its init
     chex.assert_trees_all_equal(ahead, alone)
+
+
+def test_a_replaced_encoding_is_never_served_by_a_program_built_with_the_old_one():
+    """Programs are cached by config, and a config names its encoding: replacing the entry
+    under that name (a notebook redefining its encoding) clears them, so the grid trains the
+    new code, not the program compiled for the old."""
+    g = tiny_grid(steps=3, seeds=(5,))
+    rope = ENCODINGS["rope"]
+    runner = grid.make_grid_runner(g)
+    assert grid.make_grid_runner(g) is runner  # one runner per grid and arguments
+    old, _ = runner(grid.init_states(g), jnp.int32(3))
+    ENCODINGS.register("rope", ENCODINGS["nope"], replace=True)  # "rope" now computes NoPE
+    try:
+        assert grid.make_grid_runner(g) is not runner
+        new, _ = grid.make_grid_runner(g)(grid.init_states(g), jnp.int32(3))
+    finally:
+        ENCODINGS.register("rope", rope, replace=True)
+    assert not np.array_equal(np.asarray(old.params["block0"]["query"]["kernel"]),
+                              np.asarray(new.params["block0"]["query"]["kernel"]))
 
 
 class Killed(Exception):
