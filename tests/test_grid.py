@@ -160,7 +160,7 @@ def test_a_replaced_encoding_is_never_served_by_a_program_built_with_the_old_one
     under that name (a notebook redefining its encoding) clears them, so the grid trains the
     new code, not the program compiled for the old."""
     g = tiny_grid(steps=3, seeds=(5,))
-    rope = ENCODINGS["rope"]
+    rope, provider = ENCODINGS["rope"], ENCODINGS.providers["rope"]
     runner = grid.make_grid_runner(g)
     assert grid.make_grid_runner(g) is runner  # one runner per grid and arguments
     old, _ = runner(grid.init_states(g), jnp.int32(3))
@@ -168,8 +168,8 @@ def test_a_replaced_encoding_is_never_served_by_a_program_built_with_the_old_one
     try:
         assert grid.make_grid_runner(g) is not runner
         new, _ = grid.make_grid_runner(g)(grid.init_states(g), jnp.int32(3))
-    finally:
-        ENCODINGS.register("rope", rope, replace=True)
+    finally:  # rope as it was, its provider too (runs record an entry's provider as a plugin)
+        ENCODINGS.register("rope", rope, replace=True, module=provider)
     assert not np.array_equal(np.asarray(old.params["block0"]["query"]["kernel"]),
                               np.asarray(new.params["block0"]["query"]["kernel"]))
 
