@@ -134,32 +134,34 @@ def test_every_module_imports_on_its_own():
     assert not failed, failed
 
 
-def test_a_head_run_imports_no_flax():
-    """flax serves the transformer only; a one-layer-head run (README's first command) does not
-    pay its import (~0.2 s)."""
+def passes_in_a_fresh_process(code: str) -> None:
+    """`code` (asserting what it imported) exits 0 in a new interpreter, whose modules are only
+    what it imports."""
     import subprocess
     import sys
 
-    code = ("import sys, jax\nimport lgjax.harness.cli, lgjax.studies.implicit_bias.multiseed\n"
-            "from lgjax import models\nfrom lgjax.config import RunConfig\n"
-            "cfg = RunConfig()\nassert cfg.model.arch != 'transformer'\n"
-            "params = models.init_params(jax.random.key(0), cfg)\n"
-            "models.make_apply(cfg), models.make_apply_at(cfg)\n"
-            "assert 'flax' not in sys.modules, 'flax was imported'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_head_run_imports_no_flax():
+    """flax serves the transformer only; a one-layer-head run (README's first command) does not
+    pay its import (~0.2 s)."""
+    passes_in_a_fresh_process(
+        "import sys, jax\nimport lgjax.harness.cli, lgjax.studies.implicit_bias.multiseed\n"
+        "from lgjax import models\nfrom lgjax.config import RunConfig\n"
+        "cfg = RunConfig()\nassert cfg.model.arch != 'transformer'\n"
+        "params = models.init_params(jax.random.key(0), cfg)\n"
+        "models.make_apply(cfg), models.make_apply_at(cfg)\n"
+        "assert 'flax' not in sys.modules, 'flax was imported'")
 
 
 def test_no_command_imports_scipy_stats_or_optimize_to_start():
     """scipy.stats (~0.8 s of import) and scipy.optimize (~0.7 s) serve a few functions
     (ranks, a Spearman rho, NNLS) that import them on first use; building any command's
     parser, which every run of it does first, imports neither."""
-    import subprocess
-    import sys
-
-    code = ("import sys\nimport lgjax.harness.cli as cli\n"
-            "for name in cli.commands():\n    cli.parser_for([name])\n"
-            "loaded = [m for m in ('scipy.stats', 'scipy.optimize') if m in sys.modules]\n"
-            "assert not loaded, loaded")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
+    passes_in_a_fresh_process(
+        "import sys\nimport lgjax.harness.cli as cli\n"
+        "for name in cli.commands():\n    cli.parser_for([name])\n"
+        "loaded = [m for m in ('scipy.stats', 'scipy.optimize') if m in sys.modules]\n"
+        "assert not loaded, loaded")
