@@ -201,3 +201,28 @@ def pytest_collection_modifyitems(items):
     rank = lambda item: next((i for i, name in enumerate(LONG_FIRST) if name in item.nodeid),
                              len(LONG_FIRST))
     items.sort(key=rank)  # stable: the others keep their order
+
+
+@pytest.fixture
+def tiny_quick(monkeypatch, tmp_path_factory):
+    """Call it with the tiny recipe's changes: `--quick` becomes that recipe (a profile test's
+    budget), and the packaged reference is replaced by one at that recipe, for the card to
+    compare with: the packaged quick entry's numbers relabelled (the profile refuses a
+    reference made at another recipe; these tests check the profile's paths, not the values
+    of its comparisons)."""
+    import dataclasses
+    import json
+
+    from lgjax.profile import recipes, reference
+
+    def make(**changes):
+        tiny = dataclasses.replace(recipes.RECIPES["tiny"], name="quick", rz_tasks=("prev",),
+                                   **changes)
+        monkeypatch.setitem(recipes.RECIPES, "quick", tiny)
+        entry = reference.load()["recipes"]["quick"] | {"recipe": tiny.as_dict()}
+        path = tmp_path_factory.mktemp("reference") / "reference.json"
+        path.write_text(json.dumps({"recipes": {"quick": entry}}))
+        monkeypatch.setattr(reference, "FILE", path)
+        return tiny
+
+    return make

@@ -252,16 +252,14 @@ def test_content_kernel_says_it_is_undefined():
 
 
 def test_profile_of_a_content_encoding_says_why_the_kernel_instruments_do_not_apply(
-        tmp_path, monkeypatch, capsys):
+        tmp_path, capsys, tiny_quick):
     """The training-free instruments give one line each (card, profile.json), never a number;
     the trained ones run and are compared with the canonical encodings; the kernels learned are
     read as the data-averaged term, labelled, the same as contract-lab --run-dir reads them."""
     from lgjax.harness import cli
-    from lgjax.profile import command, compare, recipes
+    from lgjax.profile import command, compare
 
-    tiny = dataclasses.replace(recipes.RECIPES["tiny"], name="quick", rz_tasks=("prev",),
-                               ib_eval=32, rz_eval=32, ib_steps=5, rz_steps=5)
-    monkeypatch.setitem(recipes.RECIPES, "quick", tiny)
+    tiny_quick(ib_eval=32, rz_eval=32, ib_steps=5, rz_steps=5)
     assert command.main(command.Config("fox", quick=True, out=str(tmp_path / "p"))) == 0
     printed = capsys.readouterr().out
     got = json.loads((tmp_path / "p" / "profile.json").read_text())

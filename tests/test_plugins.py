@@ -143,20 +143,15 @@ def test_a_plugin_given_once_trains_everywhere_and_its_runs_reopen_without_it(
 
 
 def test_a_content_aware_plugin_trains_everywhere_and_its_runs_reopen_without_it(
-        tmp_path, capsys, monkeypatch, fresh_plugins):
+        tmp_path, capsys, monkeypatch, fresh_plugins, tiny_quick):
     """tests/example_content_plugin.py: a content-aware encoding with options through multiseed,
     transformer, realizability-train, contract-train and profile; dynamics reopens its run
     without the flag."""
-    import dataclasses
-
     from lgjax.harness.cli import main
-    from lgjax.profile import recipes
 
     ck, out = tmp_path / "ck", tmp_path / "out"
     monkeypatch.syspath_prepend(str(TESTS))
-    tiny = dataclasses.replace(recipes.RECIPES["tiny"], name="quick", rz_tasks=("prev",),
-                               ib_eval=16, rz_eval=16, ib_steps=4, rz_steps=4)
-    monkeypatch.setitem(recipes.RECIPES, "quick", tiny)
+    tiny_quick(ib_eval=16, rz_eval=16, ib_steps=4, rz_steps=4)
 
     def run(*argv, plugin=True):
         rc = main([*(("--plugin", "example_content_plugin") if plugin else ()), *argv])

@@ -164,6 +164,25 @@ def test_a_missing_or_damaged_reference_is_one_line_before_any_work(tmp_path, ca
     assert not out.exists()
 
 
+def test_a_reference_made_at_another_recipe_is_one_line_before_any_work(tmp_path, capsys,
+                                                                       monkeypatch):
+    """The packaged quick entry as the recipe was before its realizability row took 750 steps
+    of 16 sequences: its numbers would not compare with today's quick profile."""
+    monkeypatch.setattr(instruments, "measure_all", lambda *a, **k: pytest.fail("it trained"))
+    shipped = reference.load()
+    made_at = shipped["recipes"]["quick"]["recipe"]
+    made_at.pop("rz_batch", None)
+    made_at["rz_steps"] = 300
+    ref, out = tmp_path / "reference.json", tmp_path / "out"
+    ref.write_text(json.dumps(shipped))
+    argv = ["profile", "rope", "--quick", "--reference", str(ref), "--out", str(out)]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--reference: {ref}" in err, err
+    assert "made at another 'quick' recipe than today's (differing: rz_batch, rz_steps)" in err
+    assert "python -m lgjax.profile.reference --recipe quick" in err and not out.exists()
+
+
 def test_profiling_a_canonical_encoding_repeats_its_reference(tmp_path, monkeypatch, capsys):
     tiny = dataclasses.replace(recipes.RECIPES["tiny"], name="quick", rz_tasks=("prev",),
                                ib_eval=32, rz_eval=32, ib_steps=5, rz_steps=5)
@@ -296,7 +315,7 @@ def test_a_bad_devices_is_one_line_exit_2_before_any_work(tmp_path, capsys, monk
 
 
 def test_profile_runs_go_under_ckpt_root_open_anywhere_and_resume_only_continues_an_unfinished_run(
-        tmp_path, monkeypatch, capsys):
+        tmp_path, monkeypatch, capsys, tiny_quick):
     """With options set (`--set`), which names each run `<encoding>[key=value]`: a folder name
     holding glob characters (tests/test_odd_paths.py) that trains, resumes, opens and analyses
     like any other, where the variant is not registered."""
@@ -304,9 +323,7 @@ def test_profile_runs_go_under_ckpt_root_open_anywhere_and_resume_only_continues
 
     from lgjax.runs import open_run
 
-    tiny = dataclasses.replace(recipes.RECIPES["tiny"], name="quick", rz_tasks=("prev",),
-                               ib_eval=32, rz_eval=32, ib_steps=5, rz_steps=5)
-    monkeypatch.setitem(recipes.RECIPES, "quick", tiny)
+    tiny = tiny_quick(ib_eval=32, rz_eval=32, ib_steps=5, rz_steps=5)
     out, ck = tmp_path / "p", tmp_path / "ck"
     argv = ["profile", "rope", "--quick", "--set", "base=500", "--out", str(out), "--ckpt-root",
             str(ck), "--no-progress"]

@@ -84,7 +84,7 @@ def main(cfg: Config) -> int:
 def profile(cfg: Config, name: str, recipe: recipes.Recipe) -> int:
     out = check(cfg, name, recipe)
     ref_file = Path(cfg.reference) if cfg.reference else reference.FILE
-    ref = reference.checked(ref_file, recipe.name)  # before anything trains
+    ref = reference.checked(ref_file, recipe)  # before anything trains
     t0 = time.perf_counter()
     inst, secs = instruments.measure_all(name, recipe, out, M=cfg.random_positions,
                                          runs=runs_of(cfg))

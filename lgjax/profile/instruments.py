@@ -115,7 +115,7 @@ def ib_configs(name: str, recipe: Recipe, out: Path, M: int = 0, runs: Runs = Ru
 
 def rz_config(name: str, recipe: Recipe, out: Path, M: int = 0, runs: Runs = Runs()
               ) -> rtrain.Config:
-    run = _run(recipe.rz_seeds, recipe.rz_steps, 64, recipe.rz_eval,
+    run = _run(recipe.rz_seeds, recipe.rz_steps, recipe.rz_batch, recipe.rz_eval,
                out / "realizability-train", runs.root(out), M, runs)
     return rtrain.Config(tiers=recipe.rz_tiers, encodings=(name,), tasks=recipe.rz_tasks,
                          name=f"{recipe.name}/realizability", run=run)

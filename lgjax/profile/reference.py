@@ -26,10 +26,11 @@ def load(path: Path = FILE) -> dict:
     return json.loads(path.read_text()) if path.exists() else {"recipes": {}}
 
 
-def checked(path: Path, recipe: str) -> dict | None:
-    """The `recipe` entry of the reference file `path` (None where it has none), read and
+def checked(path: Path, recipe: recipes.Recipe) -> dict | None:
+    """The entry of `recipe` in the reference file `path` (None where it has none), read and
     checked as the card will read it, before anything trains: a missing, unreadable, truncated
-    or foreign file is a ConfigError naming --reference."""
+    or foreign file, or an entry made at another recipe than today's (its numbers would not
+    compare with the profile's), is a ConfigError naming --reference."""
     fix = ("give the reference.json that `python -m lgjax.profile.reference` writes, or "
            "leave --reference out for the packaged one")
     if not path.is_file():
@@ -42,7 +43,7 @@ def checked(path: Path, recipe: str) -> dict | None:
     if not isinstance(entries, dict):
         raise ConfigError(f"--reference: {path} holds no 'recipes' object (not a profile "
                           f"reference); {fix}")
-    entry, name = entries.get(recipe), None
+    entry, name = entries.get(recipe.name), None
     if entry is None:
         return None
     try:
@@ -53,8 +54,15 @@ def checked(path: Path, recipe: str) -> dict | None:
             list(entry["encodings"][name]["contract"][0]["curve"])  # the figure reads it too
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
         what = f"encoding {name!r} of its " if name else "its "
-        raise ConfigError(f"--reference: {path}: {what}{recipe!r} entry is damaged "
+        raise ConfigError(f"--reference: {path}: {what}{recipe.name!r} entry is damaged "
                           f"({type(err).__name__}: {err}); {fix}") from None
+    made_at, today = entry.get("recipe") or {}, json.loads(json.dumps(recipe.as_dict()))
+    if made_at != today:
+        moved = sorted(k for k in today.keys() | made_at.keys() if made_at.get(k) != today.get(k))
+        raise ConfigError(f"--reference: {path}: its {recipe.name!r} entry was made at another "
+                          f"{recipe.name!r} recipe than today's (differing: {', '.join(moved)}), "
+                          "so its numbers would not compare with this profile's; regenerate it "
+                          f"with `{COMMAND.format(recipe=recipe.name)}`")
     return entry
 
 
