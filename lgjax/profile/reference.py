@@ -56,14 +56,20 @@ def checked(path: Path, recipe: recipes.Recipe) -> dict | None:
         what = f"encoding {name!r} of its " if name else "its "
         raise ConfigError(f"--reference: {path}: {what}{recipe.name!r} entry is damaged "
                           f"({type(err).__name__}: {err}); {fix}") from None
-    made_at, today = entry.get("recipe") or {}, json.loads(json.dumps(recipe.as_dict()))
-    if made_at != today:
-        moved = sorted(k for k in today.keys() | made_at.keys() if made_at.get(k) != today.get(k))
+    moved = differing(entry, recipe)
+    if moved:
         raise ConfigError(f"--reference: {path}: its {recipe.name!r} entry was made at another "
                           f"{recipe.name!r} recipe than today's (differing: {', '.join(moved)}), "
                           "so its numbers would not compare with this profile's; regenerate it "
                           f"with `{COMMAND.format(recipe=recipe.name)}`")
     return entry
+
+
+def differing(entry: dict, recipe: recipes.Recipe) -> list[str]:
+    """The fields in which the recipe `entry` was made at differs from `recipe` (as the file
+    holds it: JSON's lists for tuples); none where the entry was made at it."""
+    made_at, today = entry.get("recipe") or {}, json.loads(json.dumps(recipe.as_dict()))
+    return sorted(k for k in today.keys() | made_at.keys() if made_at.get(k) != today.get(k))
 
 
 def entry(recipe: recipes.Recipe, out: Path, encodings=CANONICAL) -> dict:
