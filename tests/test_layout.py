@@ -165,3 +165,13 @@ def test_no_command_imports_scipy_stats_or_optimize_to_start():
         "for name in cli.commands():\n    cli.parser_for([name])\n"
         "loaded = [m for m in ('scipy.stats', 'scipy.optimize') if m in sys.modules]\n"
         "assert not loaded, loaded")
+
+
+def test_a_profile_checks_its_reference_without_scipy_stats():
+    """The reference check ranks every canonical encoding's realizability row before anything
+    trains; the ranks are numpy's, so a profile does not pay scipy.stats' import (~0.8 s)."""
+    passes_in_a_fresh_process(
+        "import sys\nfrom lgjax.profile import recipes, reference\n"
+        "for name in ('quick', 'default'):\n"
+        "    assert reference.checked(reference.FILE, recipes.RECIPES[name])\n"
+        "assert 'scipy.stats' not in sys.modules, 'scipy.stats was imported'")

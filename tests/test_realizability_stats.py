@@ -15,6 +15,20 @@ def test_ranks_share_ties():
     np.testing.assert_array_equal(stats.ranks([3, 1, 2, 2]), [4, 1, 2.5, 2.5])
 
 
+@settings(deadline=None, max_examples=200)
+@given(st.one_of(st.lists(st.integers(-3, 3), max_size=40),
+                 st.lists(st.sampled_from([-1.5, 0.0, 0.25, 2.0, float("nan"), float("inf")]),
+                          max_size=40),
+                 st.lists(st.floats(allow_nan=False, width=32), max_size=40)))
+def test_ranks_are_scipy_rankdata_bit_for_bit(x):
+    """Ties, infinities, NaN (every rank NaN, as scipy propagates it), the empty array."""
+    from scipy.stats import rankdata
+
+    got, want = stats.ranks(x), rankdata(x)
+    assert got.dtype == want.dtype == np.float64
+    np.testing.assert_array_equal(got, want)
+
+
 def test_spearman_hand_cases():
     # sum d^2 = 4 over n = 5: rho = 1 - 6 * 4 / (5 * 24) = 0.8
     assert stats.spearman([1, 2, 3, 4, 5], [2, 1, 4, 3, 5]) == pytest.approx(0.8)
