@@ -157,9 +157,9 @@ def test_a_head_run_imports_no_flax():
 
 
 def test_no_command_imports_scipy_stats_or_optimize_to_start():
-    """scipy.stats (~0.8 s of import) and scipy.optimize (~0.7 s) serve a few functions
-    (ranks, a Spearman rho, NNLS) that import them on first use; building any command's
-    parser, which every run of it does first, imports neither."""
+    """scipy.stats and scipy.optimize (heavy imports: docs/results/performance.md) serve two
+    functions (the contract study's Spearman rho, NNLS) that import them on first use; building
+    any command's parser, which every run of it does first, imports neither."""
     passes_in_a_fresh_process(
         "import sys\nimport lgjax.harness.cli as cli\n"
         "for name in cli.commands():\n    cli.parser_for([name])\n"
@@ -169,7 +169,7 @@ def test_no_command_imports_scipy_stats_or_optimize_to_start():
 
 def test_a_profile_checks_its_reference_without_scipy_stats():
     """The reference check ranks every canonical encoding's realizability row before anything
-    trains; the ranks are numpy's, so a profile does not pay scipy.stats' import (~0.8 s)."""
+    trains; the ranks are numpy's, so a profile does not pay scipy.stats' import."""
     passes_in_a_fresh_process(
         "import sys\nfrom lgjax.profile import recipes, reference\n"
         "for name in ('quick', 'default'):\n"

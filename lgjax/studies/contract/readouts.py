@@ -196,6 +196,6 @@ def rank_correlation(x, y) -> float:
     keep = np.isfinite(x) & np.isfinite(y)
     if keep.sum() < 3 or np.ptp(x[keep]) == 0 or np.ptp(y[keep]) == 0:
         return float("nan")
-    from scipy import stats  # on first use: scipy.stats costs a command ~0.8 s of import
+    from scipy import stats  # on first use: a heavy import no command's start should pay
 
     return float(stats.spearmanr(x[keep], y[keep]).statistic)

@@ -299,7 +299,7 @@ def margin_fit(X0_LxLxP, t_L, nonneg: bool) -> tuple[np.ndarray, float]:
         G, h = np.vstack([G, np.eye(G.shape[1])]), np.concatenate([h, np.zeros(G.shape[1])])
     E = np.vstack([G.T, h[None, :]])
     f = np.eye(E.shape[0])[-1]
-    from scipy.optimize import nnls  # on first use: scipy.optimize costs ~0.7 s of import
+    from scipy.optimize import nnls  # on first use: a heavy import no command's start should pay
 
     u, _ = nnls(E, f, maxiter=50 * E.shape[1])
     rho = E @ u - f  # |rho| below 1e-9: the constraints are inconsistent

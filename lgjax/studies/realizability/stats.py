@@ -18,8 +18,8 @@ def ranks(x) -> np.ndarray:
     """1-based ranks of a 1-D array; tied values share the mean of their ranks, and a NaN
     anywhere makes every rank NaN: scipy.stats.rankdata's 'average' method and NaN rule, equal
     to it bit for bit (tests/test_realizability_stats.py). In numpy because importing
-    scipy.stats for it cost a profile ~0.8 s before its first run trained (its reference
-    check ranks)."""
+    scipy.stats for it sat on a profile's start, before its first run trained (the reference
+    check ranks); the import's cost: docs/results/performance.md, A command's start."""
     x = np.ravel(np.asarray(x))
     if x.dtype.kind == "f" and np.isnan(x).any():
         return np.full(x.shape, np.nan)
