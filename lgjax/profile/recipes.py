@@ -26,8 +26,8 @@ class Recipe:
     rz_eval: int
     rz_tiers: tuple[str, ...] = ("1L1H",)
     # realizability training sequences per step (per seed): the quick and default recipes take
-    # 16, a quarter of the study's 64, which buys their steps (the quick row as many as a
-    # learnable bias, T5, needs to leave chance) and reads the same tasks as learnt as 64 does
+    # 16, a quarter of the study's 64, so that their steps cost less (the quick row takes as
+    # many as a learnable bias, T5, needs to leave chance); 16 reads the same tasks as learnt
     rz_batch: int = 64
     contract_matrix: bool = False  # the contract matrix row (4 families, 5 seeds)
     alpha_steps: int = 400  # the pinned selection (kept in every recipe)
