@@ -146,8 +146,10 @@ def test_a_bad_plugin_encoding_or_option_is_one_line_exit_2_before_any_work(
     ('{"recipes": {"quick": {"encodings": {"rope": {', "is not readable JSON"),
     ("[1, 2]", "holds no 'recipes' object"),
     ('{"experiment": "multiseed", "rope": {}}', "holds no 'recipes' object"),
-    ('{"recipes": {"quick": {"made": "x", "command": "y", "encodings": {"rope": {}}}}}',
+    ('{"recipes": {"quick": {"made_with": "x", "command": "y", "encodings": {"rope": {}}}}}',
      "encoding 'rope' of its 'quick' entry is damaged (KeyError"),
+    ('{"recipes": {"quick": {"made_with": 1, "command": "y", "encodings": {}}}}',
+     "its 'quick' entry is damaged (TypeError: 'command' and 'made_with' must be strings"),
     ('{"recipes": {"quick": {"encodings": {}}}}', "its 'quick' entry is damaged (KeyError"),
 ])
 def test_a_missing_or_damaged_reference_is_one_line_before_any_work(tmp_path, capsys,
@@ -197,6 +199,10 @@ def test_profiling_a_canonical_encoding_repeats_its_reference(tmp_path, monkeypa
     assert got["instruments"] == want
     assert got["reference_summary"]["rope"] == got["summary"]
     assert "<b>rope</b>" in (tmp_path / "p" / "profile.html").read_text()
+    # the card names what made the canonical rows: the command and the versions it ran with
+    made_by = reference.COMMAND.format(recipe="quick")
+    assert got["reference_note"] == (f"rope from reference.json (made by `{made_by}`, "
+                                     f"{reference.versions()})")
     # the key carrier fraction of the trained keys, computed here from the final checkpoint
     for K in (1, 2):
         run = open_run(tmp_path / "p" / "checkpoints" / "quick" / f"multiseed-K{K}" / "rope")
@@ -365,6 +371,19 @@ def test_profile_runs_go_under_ckpt_root_open_anywhere_and_resume_only_continues
     assert cli.main([*argv, "--resume"]) == 0, capsys.readouterr().err
     assert (k1 / "5").is_dir()
     assert json.loads((out / "profile.json").read_text())["instruments"] == first
+
+
+def test_a_reference_written_before_entries_named_their_versions_still_reads(tmp_path):
+    """An entry that names the day it was made instead of its versions (the format before) is
+    read as it was; the card names that day."""
+    shipped = reference.load()
+    old = shipped["recipes"]["quick"]
+    del old["made_with"]
+    old["made"] = "the day it was made"
+    ref = tmp_path / "reference.json"
+    ref.write_text(json.dumps(shipped))
+    entry = reference.checked(ref, recipes.RECIPES["quick"])
+    assert reference.made_with(entry) == "on the day it was made"
 
 
 def test_the_shipped_reference_was_made_at_todays_recipes():

@@ -89,7 +89,8 @@ def profile(cfg: Config, name: str, recipe: recipes.Recipe) -> int:
     inst, secs = instruments.measure_all(name, recipe, out, M=cfg.random_positions,
                                          runs=runs_of(cfg))
     ref_inst = ref["encodings"] if ref else {}
-    note = (f"{', '.join(ref_inst)} from {ref_file.name} (made {ref['made']} by `{ref['command']}`)"
+    note = (f"{', '.join(ref_inst)} from {ref_file.name} (made by `{ref['command']}`, "
+            f"{reference.made_with(ref)})"
             if ref else f"none: {ref_file} has no '{recipe.name}' entry")
     result = {"encoding": name, "plugins": instruments.plugin_modules(name),
               "random_positions": cfg.random_positions,

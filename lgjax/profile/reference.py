@@ -3,13 +3,14 @@ the package (reference.json), so that a profile trains only the new encoding.
 
 Regenerate (each recipe's canonical encodings, runs under --out):
   nice python -m lgjax.profile.reference --recipe quick --out /tmp/profile-reference
-It rewrites lgjax/profile/reference.json's entry for that recipe, with the date.
+It rewrites lgjax/profile/reference.json's entry for that recipe, with the command and the
+versions and backend it ran with (what can move its numbers; a date cannot say which).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
+import importlib.metadata
 import json
 import sys
 from pathlib import Path
@@ -47,8 +48,9 @@ def checked(path: Path, recipe: recipes.Recipe) -> dict | None:
     if entry is None:
         return None
     try:
-        if not all(isinstance(entry[k], str) for k in ("made", "command")):
-            raise TypeError("'made' and 'command' must be strings")
+        made = entry["made_with"] if "made_with" in entry else entry["made"]
+        if not isinstance(entry["command"], str) or not isinstance(made, str):
+            raise TypeError("'command' and 'made_with' must be strings")
         for name in entry["encodings"]:
             summary.of(entry["encodings"][name])
             list(entry["encodings"][name]["contract"][0]["curve"])  # the figure reads it too
@@ -72,14 +74,37 @@ def differing(entry: dict, recipe: recipes.Recipe) -> list[str]:
     return sorted(k for k in today.keys() | made_at.keys() if made_at.get(k) != today.get(k))
 
 
+def made_with(entry: dict) -> str:
+    """What made `entry`, as the card names it: its versions and backend; a file written before
+    entries recorded them names the day it was made (`made`) instead."""
+    return entry["made_with"] if "made_with" in entry else f"on {entry['made']}"
+
+
+def versions() -> str:
+    """lgjax's version, the libraries that compute the numbers, and the backend they ran on."""
+    import jax
+
+    from lgjax.harness.provenance import LIBRARIES
+
+    def version(lib: str) -> str:
+        try:
+            return importlib.metadata.version(lib)
+        except importlib.metadata.PackageNotFoundError:  # e.g. lgjax run from a source tree
+            return "-"
+
+    libs = ", ".join(f"{lib} {version(lib)}" for lib in ("lgjax", *LIBRARIES))
+    return f"{libs}; {jax.default_backend()}"
+
+
 def entry(recipe: recipes.Recipe, out: Path, encodings=CANONICAL) -> dict:
-    """Every canonical encoding through every instrument at `recipe`."""
-    encs, secs = {}, {}
+    """Every canonical encoding through every instrument at `recipe` (their walls are the
+    command's to print, not the file's: they say which machine made it, not what)."""
+    encs = {}
     for name in encodings:
-        encs[name], secs[name] = instruments.measure_all(name, recipe, out / name)
-    return {"recipe": recipe.as_dict(), "encodings": encs, "seconds": secs,
-            "made": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "command": COMMAND.format(recipe=recipe.name)}
+        encs[name], secs = instruments.measure_all(name, recipe, out / name)
+        print(f"{name}: " + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items()), flush=True)
+    return {"recipe": recipe.as_dict(), "encodings": encs,
+            "command": COMMAND.format(recipe=recipe.name), "made_with": versions()}
 
 
 def main(argv=None) -> int:
