@@ -284,20 +284,27 @@ def _save_if_needed(run: RunDir, log, step: int, states) -> None:
 
 @clears_on_change
 @functools.lru_cache(maxsize=8)
-def _grid_evaluator(grid: Grid, n_seqs: int, Lpad: int, new_from: int):
-    """One compiled program that measures every cell at one length: lax.map over the cells (as
-    evaluate() maps over seeds), each drawing its task's sequences by lax.switch on the cell's
-    task index, as training does; the cells split over the job's devices as the serial layout
-    splits them."""
+def _grid_evaluator(grid: Grid, n_seqs: int, lengths: tuple[int, ...], new_from: int,
+                    own_size: bool):
+    """One compiled program that measures every cell: lax.map over the cells (as evaluate() maps
+    over seeds), each drawing its task's sequences by lax.switch on the cell's task index, as
+    training does; the cells split over the job's devices as the serial layout splits them.
+    Called once per length (the length an argument, the model reading every length padded to
+    the longest) or, `own_size`, once for every length (evaluate's `own_size`)."""
     cfg = grid.cell_config(0)
     apply = models.make_apply(cfg, forward_only=True)
-    samplers = [lambda key, n, k=k: tasks.sample_batch(k, key, n_seqs, n, n, Lpad)
+    samplers = [lambda key, n, k=k: tasks.sample_batch(k, key, n_seqs, n, n, max(lengths))
                 for k in grid.tasks]
+    sampler = lambda task: lambda key, n: jax.lax.switch(task, samplers, key, n)
 
-    def one(params, key_data, task, length):
-        return evaluate.eval_one_length(
-            params, key_data, length, cfg, n_seqs, Lpad, apply, new_from,
-            sample=lambda key, n: jax.lax.switch(task, samplers, key, n))
+    if own_size:
+        def one(params, key_data, task):
+            return evaluate.eval_each_at_its_size(params, key_data, lengths, cfg, n_seqs, apply,
+                                                  new_from, sample=sampler(task))
+    else:
+        def one(params, key_data, task, length):
+            return evaluate.eval_one_length(params, key_data, length, cfg, n_seqs, max(lengths),
+                                            apply, new_from, sample=sampler(task))
 
     mesh = seed_mesh(math.prod(grid.shape))
     per_cell = lambda *args: jax.lax.map(lambda a: one(*a), args)
@@ -305,14 +312,37 @@ def _grid_evaluator(grid: Grid, n_seqs: int, Lpad: int, new_from: int):
                    compiler_options=train.compiler_options(grid.train)), mesh
 
 
-def evaluate_grid(grid: Grid, params_C, lengths, n_seqs: int, new_from: int = 0):
-    """evaluate() for every task's seeds, in one program for every cell (each length padded to
-    the longest, as evaluate() pads): LengthEval fields with leading axes [T, S, n_lengths]."""
+# Where the model's work on the padding outweighs a compilation of the model per length, a grid
+# reads each length at its own size: past this many padded token rows (cells x sequences x the
+# lengths' padding), between where the two cost alike on one CPU device and on two (the docs'
+# Performance page, Profile). Counted over the whole grid, not per device, so that the numbers
+# (which the choice moves by float rounding) do not depend on the machine's devices; the
+# profile's quick row is below it, its default row above.
+OWN_SIZE_ROWS = 1_000_000
+
+
+def reads_own_size(grid: Grid, lengths: tuple[int, ...], n_seqs: int) -> bool:
+    """Whether evaluate_grid reads each length at its own size by default (OWN_SIZE_ROWS)."""
+    padding = sum(max(lengths) - L for L in lengths)
+    return math.prod(grid.shape) * n_seqs * padding > OWN_SIZE_ROWS
+
+
+def evaluate_grid(grid: Grid, params_C, lengths, n_seqs: int, new_from: int = 0,
+                  own_size: bool | None = None):
+    """evaluate() for every task's seeds, in one program for every cell: LengthEval fields with
+    leading axes [T, S, n_lengths]. `own_size`: as evaluate's; None: where the padding's work
+    outweighs a compilation per length (reads_own_size)."""
     T, S = grid.shape
     lengths = tuple(int(x) for x in lengths)
-    run, mesh = _grid_evaluator(grid, n_seqs, max(lengths), new_from)
+    if own_size is None:
+        own_size = reads_own_size(grid, lengths, n_seqs)
+    run, mesh = _grid_evaluator(grid, n_seqs, lengths if own_size else (max(lengths),),
+                                new_from, own_size)
     keys_C = np.tile(np.asarray(seed_keys(grid.train.seeds)), (T, 1))  # cell t*S + s: seed s
     params_C, keys_C, task_C = place((to_host(params_C), keys_C, _task_of_cell(grid)), mesh)
+    if own_size:
+        out = jax.tree.map(np.asarray, to_host(run(params_C, keys_C, task_C)))
+        return jax.tree.map(lambda x: x.reshape(T, S, *x.shape[1:]), out)
     out = [run(params_C, keys_C, task_C, place(np.full((T * S,), L, np.int32), mesh))
            for L in lengths]
     per_length = [jax.tree.map(np.asarray, x) for x in to_host(out)]

@@ -102,9 +102,11 @@ def test_every_training_command_passes_random_positions_to_its_runs():
     assert RunOptions().random_positions == 0  # off unless asked
 
 
-def test_grid_evaluation_equals_each_task_evaluated_alone(trained_by_layout):
+@pytest.mark.parametrize("own_size", [False, True])
+def test_grid_evaluation_equals_each_task_evaluated_alone(trained_by_layout, own_size):
     """One program measures every cell (lax.switch on the cell's task) exactly as evaluate()
-    measures each task's seeds alone: the same sequences, the same numbers, bit for bit."""
+    measures each task's seeds alone: the same sequences, the same numbers, bit for bit, with
+    every length padded to the longest or each read at its own size."""
     from lgjax import evaluate
 
     g, by_layout = trained_by_layout
@@ -112,15 +114,32 @@ def test_grid_evaluation_equals_each_task_evaluated_alone(trained_by_layout):
     params_C = by_layout["serial"].params
     lengths = (8, 12)
     grid._grid_evaluator.cache_clear()
-    ev = grid.evaluate_grid(g, params_C, lengths, 16, new_from=8)
+    ev = grid.evaluate_grid(g, params_C, lengths, 16, new_from=8, own_size=own_size)
     assert ev.accuracy.shape == (T, S, len(lengths))
     for t in range(T):
         alone = evaluate.evaluate(jax.tree.map(lambda x, t=t: x[t * S:(t + 1) * S], params_C),
-                                  g.cell_config(t), lengths, 16, new_from=8)
+                                  g.cell_config(t), lengths, 16, new_from=8, own_size=own_size)
         for field in ev._fields:
             np.testing.assert_array_equal(getattr(ev, field)[t], getattr(alone, field))
     assert not np.array_equal(ev.mean_attention[0], ev.mean_attention[1])  # tasks differ
     assert grid._grid_evaluator.cache_info().currsize == 1  # one program for both lengths
+
+
+def test_a_grid_reads_each_length_at_its_own_size_where_the_padding_outweighs_a_compile():
+    """The profile's default realizability row (20 cells x 512 sequences) reads each length at
+    its own size; its quick row (4 cells x 256 sequences), whose padding costs less than the
+    compilations, pads."""
+    from pathlib import Path
+
+    from lgjax.profile import instruments, recipes
+    from lgjax.studies.realizability import train as rtrain
+
+    def row(name):
+        cfg = instruments.rz_config("alibi", recipes.RECIPES[name], Path("unused"))
+        g = next(iter(rtrain.runs(cfg).values()))
+        return grid.reads_own_size(g, rtrain.eval_lengths(cfg), cfg.run.eval_sequences)
+
+    assert row("default") and not row("quick")
 
 
 def test_grid_step_compiles_once():
