@@ -37,7 +37,7 @@ def main() -> None:
         g = next(iter(rtrain.runs(cfg).values()))
         lengths, n = rtrain.eval_lengths(cfg), cfg.run.eval_sequences
         params = grid.init_states(g).params
-        rows = math.prod(g.shape) * n * sum(max(lengths) - L for L in lengths)
+        rows = grid.padded_rows(g, lengths, n)
         print(f"{name}: {math.prod(g.shape)} cells x {n} sequences, lengths {lengths}; "
               f"{rows:,} padded token rows (own size past {grid.OWN_SIZE_ROWS:,}: "
               f"{'yes' if grid.reads_own_size(g, lengths, n) else 'no'})", flush=True)

@@ -78,6 +78,34 @@ def _metrics(params, batch, length, size: int, Lpad: int, apply, new_from: int) 
                       jnp.argmax(mean_AxL, -1) - (length - 1), mean_AxL.max(-1))
 
 
+def program_lengths(lengths: tuple[int, ...], own_size: bool) -> tuple[int, ...]:
+    """The lengths an evaluation program is compiled for: every length at its own size, or the
+    longest alone (one program, called once per length)."""
+    return lengths if own_size else (max(lengths),)
+
+
+def per_seed(lengths: tuple[int, ...], cfg: RunConfig, n_seqs: int, apply, new_from: int,
+             own_size: bool, sample=None):
+    """one(params, key_data) -> a seed's LengthEval at every length of `lengths` (`own_size`:
+    eval_each_at_its_size), or one(params, key_data, length) -> at that length, padded to the
+    longest (eval_one_length)."""
+    if own_size:
+        return lambda params, key_data: eval_each_at_its_size(params, key_data, lengths, cfg,
+                                                              n_seqs, apply, new_from, sample)
+    return lambda params, key_data, length: eval_one_length(
+        params, key_data, length, cfg, n_seqs, max(lengths), apply, new_from, sample)
+
+
+def call_every_length(run, args: tuple, n: int, lengths: tuple[int, ...], own_size: bool, mesh):
+    """`run`'s LengthEval at every length as host arrays with leading axes [n, n_lengths]: one
+    call where its program holds every length (`own_size`), else one call per length, the
+    length given to its n seeds or cells as the last argument."""
+    if own_size:
+        return jax.tree.map(np.asarray, to_host(run(*args)))
+    out = [run(*args, place(np.full((n,), L, np.int32), mesh)) for L in lengths]
+    return jax.tree.map(lambda *x: np.stack([np.asarray(v) for v in x], axis=1), *to_host(out))
+
+
 @clears_on_change
 @functools.lru_cache(maxsize=32)
 def _evaluator(cfg: RunConfig, n_seqs: int, lengths: tuple[int, ...], devices: int | None,
@@ -85,13 +113,8 @@ def _evaluator(cfg: RunConfig, n_seqs: int, lengths: tuple[int, ...], devices: i
     """One compiled program per (config, sizes): reused for every checkpoint, and for every
     length (called once per length, the length an argument) or, `own_size`, every length in one
     call."""
-    apply = models.make_apply(cfg, forward_only=True)
-    if own_size:
-        one = lambda params, key_data: eval_each_at_its_size(params, key_data, lengths, cfg,
-                                                             n_seqs, apply, new_from)
-    else:
-        one = lambda params, key_data, length: eval_one_length(
-            params, key_data, length, cfg, n_seqs, max(lengths), apply, new_from)
+    one = per_seed(lengths, cfg, n_seqs, models.make_apply(cfg, forward_only=True), new_from,
+                   own_size)
     # lax.map: evaluation batches are large, so one seed at a time measured faster than vmap
     # (and holds 1/S of the activations)
     mesh = seed_mesh(len(cfg.train.seeds), devices)
@@ -109,11 +132,8 @@ def evaluate(params_S, cfg: RunConfig, lengths, n_seqs: int = 4096,
     lengths; `own_size`: the model reads each length at its own size (eval_each_at_its_size),
     which pays where the evaluation's work outweighs a compilation per length."""
     lengths = tuple(int(x) for x in lengths)
-    run, mesh = _evaluator(cfg, n_seqs, lengths if own_size else (max(lengths),), devices,
-                           new_from, own_size)
+    run, mesh = _evaluator(cfg, n_seqs, program_lengths(lengths, own_size), devices, new_from,
+                           own_size)
     params_S, keys_S = place((params_S, seed_keys(cfg.train.seeds)), mesh)
-    if own_size:
-        return jax.tree.map(np.asarray, to_host(run(params_S, keys_S)))
-    n_S = len(cfg.train.seeds)
-    out = [run(params_S, keys_S, place(jnp.full((n_S,), L, jnp.int32), mesh)) for L in lengths]
-    return jax.tree.map(lambda *x: np.stack([np.asarray(v) for v in x], axis=1), *to_host(out))
+    return call_every_length(run, (params_S, keys_S), len(cfg.train.seeds), lengths, own_size,
+                             mesh)

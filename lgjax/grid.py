@@ -297,14 +297,9 @@ def _grid_evaluator(grid: Grid, n_seqs: int, lengths: tuple[int, ...], new_from:
                 for k in grid.tasks]
     sampler = lambda task: lambda key, n: jax.lax.switch(task, samplers, key, n)
 
-    if own_size:
-        def one(params, key_data, task):
-            return evaluate.eval_each_at_its_size(params, key_data, lengths, cfg, n_seqs, apply,
-                                                  new_from, sample=sampler(task))
-    else:
-        def one(params, key_data, task, length):
-            return evaluate.eval_one_length(params, key_data, length, cfg, n_seqs, max(lengths),
-                                            apply, new_from, sample=sampler(task))
+    def one(params, key_data, task, *length):  # the length: the padded program's argument
+        return evaluate.per_seed(lengths, cfg, n_seqs, apply, new_from, own_size,
+                                 sample=sampler(task))(params, key_data, *length)
 
     mesh = seed_mesh(math.prod(grid.shape))
     per_cell = lambda *args: jax.lax.map(lambda a: one(*a), args)
@@ -321,10 +316,14 @@ def _grid_evaluator(grid: Grid, n_seqs: int, lengths: tuple[int, ...], new_from:
 OWN_SIZE_ROWS = 1_000_000
 
 
+def padded_rows(grid: Grid, lengths: tuple[int, ...], n_seqs: int) -> int:
+    """The token rows of padding a measurement with every length padded to the longest holds."""
+    return math.prod(grid.shape) * n_seqs * sum(max(lengths) - L for L in lengths)
+
+
 def reads_own_size(grid: Grid, lengths: tuple[int, ...], n_seqs: int) -> bool:
     """Whether evaluate_grid reads each length at its own size by default (OWN_SIZE_ROWS)."""
-    padding = sum(max(lengths) - L for L in lengths)
-    return math.prod(grid.shape) * n_seqs * padding > OWN_SIZE_ROWS
+    return padded_rows(grid, lengths, n_seqs) > OWN_SIZE_ROWS
 
 
 def evaluate_grid(grid: Grid, params_C, lengths, n_seqs: int, new_from: int = 0,
@@ -336,15 +335,10 @@ def evaluate_grid(grid: Grid, params_C, lengths, n_seqs: int, new_from: int = 0,
     lengths = tuple(int(x) for x in lengths)
     if own_size is None:
         own_size = reads_own_size(grid, lengths, n_seqs)
-    run, mesh = _grid_evaluator(grid, n_seqs, lengths if own_size else (max(lengths),),
+    run, mesh = _grid_evaluator(grid, n_seqs, evaluate.program_lengths(lengths, own_size),
                                 new_from, own_size)
     keys_C = np.tile(np.asarray(seed_keys(grid.train.seeds)), (T, 1))  # cell t*S + s: seed s
     params_C, keys_C, task_C = place((to_host(params_C), keys_C, _task_of_cell(grid)), mesh)
-    if own_size:
-        out = jax.tree.map(np.asarray, to_host(run(params_C, keys_C, task_C)))
-        return jax.tree.map(lambda x: x.reshape(T, S, *x.shape[1:]), out)
-    out = [run(params_C, keys_C, task_C, place(np.full((T * S,), L, np.int32), mesh))
-           for L in lengths]
-    per_length = [jax.tree.map(np.asarray, x) for x in to_host(out)]
-    return jax.tree.map(lambda *x: np.stack(x, axis=1).reshape(T, S, len(lengths), *x[0].shape[1:]),
-                        *per_length)
+    out = evaluate.call_every_length(run, (params_C, keys_C, task_C), T * S, lengths, own_size,
+                                     mesh)
+    return jax.tree.map(lambda x: x.reshape(T, S, *x.shape[1:]), out)

@@ -17,6 +17,15 @@ from pathlib import Path
 LIBRARIES = ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "numpy", "scipy")
 
 
+def version(lib: str) -> str:
+    """The installed version of `lib`, or "-" where it is not installed as a distribution
+    (e.g. lgjax run from a source tree)."""
+    try:
+        return importlib.metadata.version(lib)
+    except importlib.metadata.PackageNotFoundError:
+        return "-"
+
+
 @functools.cache
 def code_digest() -> str:
     import jax
@@ -30,10 +39,7 @@ def code_digest() -> str:
             h.update(f"{path.relative_to(root)}\0".encode())
             h.update(path.read_bytes())
     for lib in LIBRARIES:
-        try:
-            h.update(f"{lib}={importlib.metadata.version(lib)}\0".encode())
-        except importlib.metadata.PackageNotFoundError:
-            h.update(f"{lib}=-\0".encode())
+        h.update(f"{lib}={version(lib)}\0".encode())
     h.update(f"{jax.default_backend()} x{jax.device_count()} "
              f"{os.environ.get('XLA_FLAGS', '')}".encode())
     return h.hexdigest()[:16]

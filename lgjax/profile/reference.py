@@ -10,7 +10,6 @@ versions and backend it ran with (what can move its numbers; a date cannot say w
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 import sys
 from pathlib import Path
@@ -48,9 +47,9 @@ def checked(path: Path, recipe: recipes.Recipe) -> dict | None:
     if entry is None:
         return None
     try:
-        made = entry["made_with"] if "made_with" in entry else entry["made"]
-        if not isinstance(entry["command"], str) or not isinstance(made, str):
-            raise TypeError("'command' and 'made_with' must be strings")
+        if not isinstance(entry["command"], str):
+            raise TypeError(STRINGS)
+        made_with(entry)
         for name in entry["encodings"]:
             summary.of(entry["encodings"][name])
             list(entry["encodings"][name]["contract"][0]["curve"])  # the figure reads it too
@@ -74,23 +73,25 @@ def differing(entry: dict, recipe: recipes.Recipe) -> list[str]:
     return sorted(k for k in today.keys() | made_at.keys() if made_at.get(k) != today.get(k))
 
 
+STRINGS = "'command' and 'made_with' must be strings"
+
+
 def made_with(entry: dict) -> str:
     """What made `entry`, as the card names it: its versions and backend; a file written before
-    entries recorded them names the day it was made (`made`) instead."""
-    return entry["made_with"] if "made_with" in entry else f"on {entry['made']}"
+    entries recorded them names the day it was made (`made`) instead. KeyError where it names
+    neither, TypeError where it is not a string."""
+    new = "made_with" in entry
+    made = entry["made_with" if new else "made"]
+    if not isinstance(made, str):
+        raise TypeError(STRINGS)
+    return made if new else f"on {made}"
 
 
 def versions() -> str:
     """lgjax's version, the libraries that compute the numbers, and the backend they ran on."""
     import jax
 
-    from lgjax.harness.provenance import LIBRARIES
-
-    def version(lib: str) -> str:
-        try:
-            return importlib.metadata.version(lib)
-        except importlib.metadata.PackageNotFoundError:  # e.g. lgjax run from a source tree
-            return "-"
+    from lgjax.harness.provenance import LIBRARIES, version
 
     libs = ", ".join(f"{lib} {version(lib)}" for lib in ("lgjax", *LIBRARIES))
     return f"{libs}; {jax.default_backend()}"
