@@ -133,3 +133,34 @@ def test_the_query_row_model_equals_the_full_model_at_that_row(encoding):
         assert jax.eval_shape(apply, p, b.tokens, b.length)[1].shape == (6, 4, 10)
     assert jax.eval_shape(models.make_apply(full_cfg), p, b.tokens,
                           b.length)[1].shape == (6, 2, 2, 10, 10)
+
+
+def _dot_flop(jaxpr) -> int:
+    """2 x multiply-adds of every dot_general in the jaxpr and the jaxprs inside it."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "dot_general":
+            (contract, _), _ = eqn.params["dimension_numbers"]
+            lhs = eqn.invars[0].aval.shape
+            total += 2 * int(np.prod(eqn.outvars[0].aval.shape)) * int(
+                np.prod([lhs[d] for d in contract]))
+        for v in eqn.params.values():
+            for sub in v if isinstance(v, (tuple, list)) else (v,):
+                if isinstance(sub, jax.extend.core.ClosedJaxpr):
+                    total += _dot_flop(sub.jaxpr)
+                elif isinstance(sub, jax.extend.core.Jaxpr):
+                    total += _dot_flop(sub)
+    return total
+
+
+def test_flops_per_step_counts_every_matmul_of_the_training_step():
+    """flops_per_step (the FLOP `lgjax bench` and the benchmarks rate steps by) equals the
+    matmuls of the training step's own jaxpr, forward and backward, at every row (query="all")."""
+    rc = RunConfig(TaskConfig.of("copy", vocab=8),
+                   ModelConfig(encoding="rope", arch="transformer", layers=2, heads=4, d=16,
+                               query="all"),
+                   TrainConfig(steps=1, batch=4, lmin=6, lmax=6, seeds=(0,)))
+    m_in, m_out = models.vocab_sizes(rc)
+    state = jax.tree.map(lambda x: x[0], train.init_states(rc))
+    counted = _dot_flop(jax.make_jaxpr(train.make_seed_step(rc))(state).jaxpr)
+    assert counted == transformer.flops_per_step(rc.model, 4, 6, m_in, m_out)
