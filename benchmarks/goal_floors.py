@@ -59,7 +59,6 @@ from lgjax.studies import STUDIES  # noqa: E402
 class Work:
     study: str
     experiment: str
-    run: str  # the run directory
     cell: RunConfig  # one cell's config (a grid's first task)
     cells: int  # seeds, or tasks x seeds of a grid
     steps: int
@@ -87,7 +86,7 @@ def planned_work(tiers: tuple[str, ...], root: Path) -> list[Work]:
                     cell, cells = rc.cell_config(0), math.prod(rc.shape)
                 else:
                     cell, cells = rc, len(rc.train.seeds)
-                work.append(Work(name, step.experiment, run, cell, cells, rc.train.steps, key))
+                work.append(Work(name, step.experiment, cell, cells, rc.train.steps, key))
     return work
 
 
@@ -148,6 +147,7 @@ def add(r: collections.Counter, s: dict, n: int, peak: float) -> None:
     r["alone_h"] += n * s.get("ms_alone", 1e3 * s["gflop"] / peak) / 1e3 / 3600
     if "ms_step" in s:
         r["step_h"] += n * s["ms_step"] / 1e3 / 3600
+        r["timed_alone_h"] += n * s["ms_alone"] / 1e3 / 3600
     else:
         r["untimed_tflop"] += n * s["gflop"] / 1e3
 
@@ -213,7 +213,9 @@ def main() -> None:
         print(f"  {name:48s} {r['peak_h']:.2f} h ({r['peak_h'] * cores:.2f}), "
               f"{r['alone_h']:.2f} h ({r['alone_h'] * cores:.2f}), {r['step_h']:.2f} h "
               f"({r['step_h'] * cores:.2f})" + (f" and runs of {100 * untimed:.1f}% of the FLOP "
-                                                 "untimed" if untimed else ""))
+                                                 "untimed" if untimed else "")
+              + (f"; the timed steps {r['step_h'] / r['timed_alone_h']:.2f}x their matmuls "
+                 "alone" if r["timed_alone_h"] else ""))
     print(f"{'model':16s} {'encoding':22s} {'GFLOP':>6s} {'step ms':>8s} {'alone ms':>9s} "
           f"{'ratio':>6s} {'alone GFLOP/s':>14s} {'share':>6s}  (per cell-step)")
     for s in sorted(shapes.values(), key=lambda s: -s["share"]):
