@@ -44,10 +44,9 @@ from lgjax import runtime  # noqa: E402
 runtime.split_cpu_into_devices()  # the devices every lgjax command uses
 
 import jax  # noqa: E402
-from grid_ceiling import dot_flop, dots_runner, step_dots  # noqa: E402
+from grid_ceiling import dot_flop, grid_and_matmuls, step_dots  # noqa: E402
 
 from lgjax import grid, models  # noqa: E402
-from lgjax.bench.command import best_chunk  # noqa: E402
 from lgjax.config import RunConfig  # noqa: E402
 from lgjax.devices import place, seed_mesh, shard_seeds  # noqa: E402
 from lgjax.harness.study import options  # noqa: E402
@@ -131,11 +130,8 @@ def label(rc: RunConfig) -> str:
 def time_shape(rc: RunConfig, dots: list, steps: int, repeats: int) -> tuple[float, float]:
     """(training step, its matmuls alone) in ms per cell-step, one cell per device."""
     g = one_cell_grid(rc)
-    per = lambda s: 1e3 * s / (steps * math.prod(g.shape))
-    step, _ = best_chunk(grid.make_grid_runner(g), grid.init_states(g), steps, repeats)
-    runner, carry = dots_runner(g, dots)
-    alone, _ = best_chunk(runner, carry, steps, repeats)
-    return per(step), per(alone)
+    (step, _), (alone, _) = grid_and_matmuls(g, dots, steps, repeats)
+    return tuple(1e3 * s / (steps * math.prod(g.shape)) for s in (step, alone))
 
 
 def add(r: collections.Counter, s: dict, n: int, peak: float) -> None:

@@ -107,6 +107,13 @@ def dots_runner(g: grid.Grid, dots: list):
     return lambda _, n: run(carry_C, operands, n), carry_C
 
 
+def grid_and_matmuls(g: grid.Grid, dots: list, steps: int, repeats: int) -> tuple:
+    """((wall, CPU), (wall, CPU)): seconds of the best chunk of `steps` steps of the grid's
+    training program, then of its matmuls alone (dots_runner)."""
+    timed = best_chunk(grid.make_grid_runner(g), grid.init_states(g), steps, repeats)
+    return timed, best_chunk(*dots_runner(g, dots), steps, repeats)
+
+
 def measure(tier: str, encoding: str, steps: int, repeats: int, peak: float) -> dict:
     cfg = rt.Config()
     g = rt.program_grid(cfg, tier, encoding)
@@ -114,10 +121,7 @@ def measure(tier: str, encoding: str, steps: int, repeats: int, peak: float) -> 
     flop = transformer.flops_per_step(g.model, g.train.batch, g.train.lmax, cfg.vocab, cfg.vocab)
     dots = step_dots(g)
     flop_dots = dot_flop(dots)
-    runner, carry = dots_runner(g, dots)
-    grid_wall, grid_cpu = best_chunk(grid.make_grid_runner(g), grid.init_states(g), steps,
-                                     repeats)
-    mm_wall, mm_cpu = best_chunk(runner, carry, steps, repeats)
+    (grid_wall, grid_cpu), (mm_wall, mm_cpu) = grid_and_matmuls(g, dots, steps, repeats)
     per = lambda s: 1e3 * s / (steps * cells)
     return {"tier": tier, "encoding": encoding, "layout": g.layout, "cells": cells,
             "dots_per_step": len(dots), "gflop_per_cell_step": flop / 1e9,
