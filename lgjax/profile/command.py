@@ -6,7 +6,7 @@ encodings.
 Command: lgjax profile ENCODING [--plugin my_pkg.my_module] [--set key=value,...]
                                [--quick | --full] [--out DIR] [--ckpt-root DIR] [--resume]
                                [--no-progress] [--devices N]
-  --quick ~2-3 min here (reduced), default ~10-15 min (reduced), --full the published scale
+  --quick 20-50 s here (reduced), default 1-1.5 min (reduced), --full the published scale
   (adds the 2L4H tier; hours here, minutes on an accelerator). The canonical encodings' numbers
   come from reference.json (the same recipe, measured by the project; see reference.py).
 The trained instruments' runs take the shared run options that mean something here, as every
@@ -33,7 +33,7 @@ from lgjax.profile import card, compare, instruments, options, recipes, referenc
 class Config:
     encoding: str = field(default="", metadata={"positional": True})  # a registered encoding
     set: tuple[str, ...] = ()  # the encoding's options, key=value,... (e.g. base=1000)
-    quick: bool = False  # the quick recipe (<= 3 min here, reduced)
+    quick: bool = False  # the quick recipe (20-50 s here, reduced)
     full: bool = False  # the published scale: adds the 2L4H tier (hours on this CPU)
     out: str = ""  # profile.md/.html/.json and the runs (default results/profile/<encoding>)
     reference: str = ""  # the canonical encodings' results (default: the packaged one)
