@@ -85,9 +85,10 @@ for case, extra in (("first", []), ("again", []), ("changed", ["--set", change])
         break
     seen.clear()
     out = tempfile.mkdtemp(prefix=f"{recipe}-{case}-", dir=work)
-    recipe_flag = [f"--{recipe}"] if recipe != "default" else []
+    argv = ["profile", encoding, "--out", out, "--no-progress", *extra,
+            *([f"--{recipe}"] if recipe != "default" else [])]
     t0 = time.perf_counter()
-    assert main(["profile", encoding, "--out", out, "--no-progress", *extra, *recipe_flag]) == 0
+    assert main(argv) == 0, case
     rows.append({"case": case, "wall_seconds": time.perf_counter() - t0,
                  "compiled": seen["/jax/compilation_cache/cache_misses"],
                  "read": seen["/jax/compilation_cache/cache_hits"],
