@@ -18,7 +18,16 @@ place of the compilation it spares), so reads are printed apart and not added ag
 jitted inside another is traced inside its caller's tracing, so the tracing sum may count some
 time twice and is printed apart.
 
-    python benchmarks/suite_compile_time.py [PYTEST ARGS...]
+`--sharing` also asks what compiling each program once would spare, were tests to share their
+programs: every module XLA compiles is fingerprinted three ways (its text without source
+locations or names; that with every constant blanked; that with every tensor shape blanked
+too), and the compilations whose fingerprint an earlier compilation in any worker had are
+summed. The first is what the persistent cache already shares (a program compiled again with
+other XLA options, or by both workers at once), the second what passing constants as arguments
+would share, the third what tests giving their runs the same sizes would, at most. It wraps
+JAX's private `backend_compile_and_load` (the module is not passed to the public events).
+
+    python benchmarks/suite_compile_time.py [--sharing] [PYTEST ARGS...]
         (default: -n 2 --dist load -m "not jobs and not slurm", the suite's first pass)
 """
 
@@ -36,6 +45,9 @@ import traceback
 from pathlib import Path
 
 OUT = "LGJAX_SUITE_COMPILE_DIR"  # where each worker writes its sums (set by the runner)
+SHARING = "LGJAX_SUITE_COMPILE_SHARING"  # set: fingerprint every compiled module (--sharing)
+FINGERPRINTS = {"text": "the same text", "constants": "the same but for constants",
+                "shapes": "the same but for constants and shapes"}
 EVENTS = {"jaxpr_trace_duration": "tracing to a jaxpr",
           "jaxpr_to_mlir_module_duration": "lowering to MLIR",
           "backend_compile_duration": "compilation or cache read",
@@ -86,6 +98,38 @@ if os.environ.get(OUT):  # imported by pytest as a plugin (-p suite_compile_time
     jax.monitoring.register_event_duration_secs_listener(_on_duration)
     jax.monitoring.register_event_listener(_on_event)
 
+    _compiled: list = []  # (seconds, {fingerprint kind: digest}) per XLA compilation (--sharing)
+
+    def _fingerprints(module) -> dict:
+        import hashlib
+        import re
+
+        def asm(**elide) -> str:  # the module without source locations, names as one
+            return re.sub(r"@[\w.$-]+", "@f", module.operation.get_asm(
+                enable_debug_info=False, **elide))
+
+        text = asm()  # every constant printed whole (an elided one would hide a difference)
+        constants = re.sub(r"dense(_resource)?<[^>]*>|\b\d+(\.\d+)?(e[-+]?\d+)?\b", "c",
+                           asm(large_elements_limit=16))
+        shapes = re.sub(r"tensor<[0-9x?]*", "tensor<", constants)
+        return {kind: hashlib.sha1(t.encode()).hexdigest()
+                for kind, t in zip(FINGERPRINTS, (text, constants, shapes))}
+
+    if os.environ.get(SHARING):
+        from jax._src import compiler
+
+        _compile = compiler.backend_compile_and_load
+
+        def _fingerprinted_compile(backend, module, *args, **kwargs):
+            marks = _fingerprints(module)  # (reads of the persistent cache never get here)
+            t0 = time.perf_counter()
+            try:
+                return _compile(backend, module, *args, **kwargs)
+            finally:
+                _compiled.append((time.perf_counter() - t0, marks))
+
+        compiler.backend_compile_and_load = _fingerprinted_compile
+
     def pytest_runtest_logreport(report) -> None:
         _tests[0] += report.duration
 
@@ -93,14 +137,32 @@ if os.environ.get(OUT):  # imported by pytest as a plugin (-p suite_compile_time
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         Path(os.environ[OUT], f"{worker}.json").write_text(json.dumps(
             {"seconds": _seconds, "counts": _counts, "programs": _programs,
-             "by_test": _by_test, "sites": _sites, "tests": _tests[0]}))
+             "by_test": _by_test, "sites": _sites, "tests": _tests[0],
+             "compiled": _compiled}))
+
+
+def print_sharing(compiled: list) -> None:
+    """What the compilations whose fingerprint an earlier one had took (--sharing)."""
+    total = sum(seconds for seconds, _ in compiled)
+    print(f"sharing: {len(compiled)} programs compiled by XLA in {total:.1f} s; compiled "
+          "again after a program that was")
+    for kind, what in FINGERPRINTS.items():
+        seen, again, spent = set(), 0, 0.0
+        for seconds, marks in compiled:
+            if marks[kind] in seen:
+                again, spent = again + 1, spent + seconds
+            seen.add(marks[kind])
+        print(f"  {what:38s} {again:5d} programs {spent:7.1f} s "
+              f"({100 * spent / max(total, 1e-9):4.1f}%), {len(seen)} distinct")
 
 
 def main(args: list[str]) -> None:
-    args = args or ["-n", "2", "--dist", "load", "-m", "not jobs and not slurm"]
+    sharing = "--sharing" in args
+    args = [a for a in args if a != "--sharing"] or [
+        "-n", "2", "--dist", "load", "-m", "not jobs and not slurm"]
     root = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as out:
-        env = {**os.environ, OUT: out,
+        env = {**os.environ, OUT: out, **({SHARING: "1"} if sharing else {}),
                "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parent),
                                                            os.environ.get("PYTHONPATH")]))}
         t0 = time.perf_counter()
@@ -126,7 +188,7 @@ def main(args: list[str]) -> None:
         print(f"  {what:26s} {seconds[name]:8.1f} s  {counts[name]:6d} events  "
               f"{100 * seconds[name] / max(tests, 1e-9):5.1f}% of the test time")
     compiling = sum(seconds[n] for n in SUMMED)
-    print(f"  {'lowering, compiling, reads':26s} {compiling:8.1f} s  "
+    print(f"  {'lowering and compiling':26s} {compiling:8.1f} s  "
           f"{100 * compiling / max(tests, 1e-9):5.1f}% of the test time")
     print("programs by backend compilation (cache reads included), summed over their "
           "compilations:")
@@ -137,9 +199,12 @@ def main(args: list[str]) -> None:
     for site, c in sorted(sites.items(), key=lambda kv: -kv[1]["seconds"])[:10]:
         print(f"  {c['seconds']:8.1f} s  {c['compiled']:5d} / {c['read from the cache']:5d}  "
               f"{site}")
-    print("tests by lowering, compiling and cache reads of their programs:")
+    print("tests by lowering and compiling (cache reads included) of their programs:")
     for name, s in by_test.most_common(15):
         print(f"  {s:8.1f} s  {name}")
+    if sharing:
+        # each fingerprint's first compilation (worker after worker) counts as needed
+        print_sharing([c for s in sums for c in s["compiled"]])
 
 
 if __name__ == "__main__":
