@@ -20,11 +20,12 @@ time twice and is printed apart.
 
 `--sharing` also asks what compiling each program once would spare, were tests to share their
 programs: every module XLA compiles is fingerprinted three ways (its text without source
-locations or names; that with every constant blanked; that with every tensor shape blanked
-too), and the compilations whose fingerprint an earlier compilation in any worker had are
-summed. The first is what the persistent cache already shares (a program compiled again with
-other XLA options, or by both workers at once), the second what passing constants as arguments
-would share, the third what tests giving their runs the same sizes would, at most. It wraps
+locations or names; that with every constant array blanked; that with every tensor shape and
+number blanked too), and the compilations whose fingerprint an earlier compilation in any
+worker had are summed. The first is what the persistent cache already shares (a program
+compiled again with other XLA options, or by both workers at once), the second what passing
+constants as arguments would share, the third more than tests giving their runs the same sizes
+could (it also merges programs that differ in the dimensions an op works on). It wraps
 JAX's private `backend_compile_and_load` (the module is not passed to the public events).
 
     python benchmarks/suite_compile_time.py [--sharing] [PYTEST ARGS...]
@@ -35,8 +36,10 @@ from __future__ import annotations
 
 import collections
 import glob
+import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -47,7 +50,7 @@ from pathlib import Path
 OUT = "LGJAX_SUITE_COMPILE_DIR"  # where each worker writes its sums (set by the runner)
 SHARING = "LGJAX_SUITE_COMPILE_SHARING"  # set: fingerprint every compiled module (--sharing)
 FINGERPRINTS = {"text": "the same text", "constants": "the same but for constants",
-                "shapes": "the same but for constants and shapes"}
+                "shapes": "the same but for constants, shapes, numbers"}
 EVENTS = {"jaxpr_trace_duration": "tracing to a jaxpr",
           "jaxpr_to_mlir_module_duration": "lowering to MLIR",
           "backend_compile_duration": "compilation or cache read",
@@ -101,17 +104,15 @@ if os.environ.get(OUT):  # imported by pytest as a plugin (-p suite_compile_time
     _compiled: list = []  # (seconds, {fingerprint kind: digest}) per XLA compilation (--sharing)
 
     def _fingerprints(module) -> dict:
-        import hashlib
-        import re
-
         def asm(**elide) -> str:  # the module without source locations, names as one
             return re.sub(r"@[\w.$-]+", "@f", module.operation.get_asm(
                 enable_debug_info=False, **elide))
 
         text = asm()  # every constant printed whole (an elided one would hide a difference)
-        constants = re.sub(r"dense(_resource)?<[^>]*>|\b\d+(\.\d+)?(e[-+]?\d+)?\b", "c",
-                           asm(large_elements_limit=16))
-        shapes = re.sub(r"tensor<[0-9x?]*", "tensor<", constants)
+        constants = re.sub(r"dense(_resource)?<[^>]*>", "c", asm(large_elements_limit=16))
+        # every number too: the sizes that follow from the shapes (slices, broadcasts, padding)
+        # but also the dimensions an op works on, so this row is an upper bound
+        shapes = re.sub(r"tensor<[0-9x?]*|\b\d+(\.\d+)?(e[-+]?\d+)?\b", "n", constants)
         return {kind: hashlib.sha1(t.encode()).hexdigest()
                 for kind, t in zip(FINGERPRINTS, (text, constants, shapes))}
 
@@ -152,7 +153,7 @@ def print_sharing(compiled: list) -> None:
             if marks[kind] in seen:
                 again, spent = again + 1, spent + seconds
             seen.add(marks[kind])
-        print(f"  {what:38s} {again:5d} programs {spent:7.1f} s "
+        print(f"  {what:45s} {again:5d} programs {spent:7.1f} s "
               f"({100 * spent / max(total, 1e-9):4.1f}%), {len(seen)} distinct")
 
 
