@@ -22,9 +22,9 @@ time twice and is printed apart.
 programs: every module XLA compiles is fingerprinted three ways (its text without source
 locations or names; that with every constant array blanked; that with every tensor shape and
 number blanked too), and the compilations whose fingerprint an earlier compilation in any
-worker had are summed. The first is what the persistent cache already shares (a program
-compiled again with other XLA options, or by both workers at once), the second what passing
-constants as arguments would share, the third more than tests giving their runs the same sizes
+worker had are summed. The first counts what the persistent cache could not spare (a program
+compiled again under other XLA options, or by both workers at once), the second what passing
+constants as arguments would spare, the third more than tests giving their runs the same sizes
 could (it also merges programs that differ in the dimensions an op works on). It wraps
 JAX's private `backend_compile_and_load` (the module is not passed to the public events).
 
