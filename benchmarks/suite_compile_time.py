@@ -104,12 +104,10 @@ if os.environ.get(OUT):  # imported by pytest as a plugin (-p suite_compile_time
     _compiled: list = []  # (seconds, {fingerprint kind: digest}) per XLA compilation (--sharing)
 
     def _fingerprints(module) -> dict:
-        def asm(**elide) -> str:  # the module without source locations, names as one
-            return re.sub(r"@[\w.$-]+", "@f", module.operation.get_asm(
-                enable_debug_info=False, **elide))
-
-        text = asm()  # every constant printed whole (an elided one would hide a difference)
-        constants = re.sub(r"dense(_resource)?<[^>]*>", "c", asm(large_elements_limit=16))
+        # the module without source locations, names as one, every constant printed whole (an
+        # elided one would hide a difference)
+        text = re.sub(r"@[\w.$-]+", "@f", module.operation.get_asm(enable_debug_info=False))
+        constants = re.sub(r"dense(_resource)?<[^>]*>", "c", text)
         # every number too: the sizes that follow from the shapes (slices, broadcasts, padding)
         # but also the dimensions an op works on, so this row is an upper bound
         shapes = re.sub(r"tensor<[0-9x?]*|\b\d+(\.\d+)?(e[-+]?\d+)?\b", "n", constants)
